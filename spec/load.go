@@ -1,0 +1,286 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec/pgtype"
+)
+
+// BackfillDir is where backfill files live, relative to the specs directory.
+const BackfillDir = "backfills"
+
+var allowedKeys = map[string][]string{
+	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys,
+}
+
+// Load reads every pipeline (dir/*.yaml) and backfill (dir/backfills/*.yaml)
+// from fsys. File names in diagnostics are display+"/"+relative path, so a
+// caller passes the directory as the user named it. It never stops at the
+// first problem: a user fixes a whole file in one round.
+func Load(fsys fs.FS, display string) (*Project, diag.List) {
+	p := &Project{Dir: display}
+	var ds diag.List
+	files, err := fs.Glob(fsys, "*.yaml")
+	if err != nil {
+		ds.Errorf("RW100", diag.Pos{File: display}, "", "cannot list pipelines: %v", err)
+		return p, ds
+	}
+	yml, _ := fs.Glob(fsys, "*.yml")
+	for _, f := range yml {
+		ds.Warnf("RW100", diag.Pos{File: path.Join(display, f)}, "rename it to "+strings.TrimSuffix(f, ".yml")+".yaml", "file ignored: pipelines end in .yaml")
+	}
+	for _, f := range files {
+		pl, fd := loadPipeline(fsys, f, path.Join(display, f))
+		ds = append(ds, fd...)
+		if pl != nil {
+			p.Pipelines = append(p.Pipelines, pl)
+		}
+	}
+	bfiles, _ := fs.Glob(fsys, BackfillDir+"/*.yaml")
+	for _, f := range bfiles {
+		bf, fd := loadBackfill(fsys, f, path.Join(display, f))
+		ds = append(ds, fd...)
+		if bf != nil {
+			p.Backfills = append(p.Backfills, bf)
+		}
+	}
+	ds = append(ds, p.crossChecks()...)
+	ds.Sort()
+	return p, ds
+}
+
+// parse reads one YAML file into its document node, reporting YAML syntax
+// errors and duplicate keys (which yaml.v3's node API keeps silently).
+func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
+	var ds diag.List
+	raw, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		ds.Errorf("RW100", diag.Pos{File: file}, "", "cannot read: %v", err)
+		return nil, nil, ds
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&doc); err != nil {
+		line := 0
+		msg := err.Error()
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = strings.TrimPrefix(msg[len(m[0]):], " ")
+		}
+		if strings.Contains(err.Error(), "EOF") {
+			msg = "the file is empty"
+		}
+		ds.Errorf("RW100", diag.Pos{File: file, Line: line, Column: min(line, 1)}, "fix the YAML syntax (indentation, a missing ':' or an unclosed quote)", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+		return nil, nil, ds
+	}
+	var extra yaml.Node
+	if dec.Decode(&extra) == nil {
+		ds.Errorf("RW100", diag.Pos{File: file, Line: extra.Line, Column: extra.Column}, "keep one pipeline per file", "the file holds more than one YAML document")
+	}
+	duplicateKeys(&doc, file, &ds)
+	return &doc, strings.Split(string(raw), "\n"), ds
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+):`)
+
+func duplicateKeys(n *yaml.Node, file string, ds *diag.List) {
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if first, ok := seen[k.Value]; ok {
+				ds.Errorf("RW105", diag.Pos{File: file, Line: k.Line, Column: k.Column},
+					fmt.Sprintf("remove one of them; the first is at line %d", first.Line), "duplicate key %q", k.Value)
+			} else {
+				seen[k.Value] = k
+			}
+		}
+	}
+	for _, c := range n.Content {
+		duplicateKeys(c, file, ds)
+	}
+}
+
+func loadPipeline(fsys fs.FS, name, file string) (*Pipeline, diag.List) {
+	doc, src, ds := parse(fsys, name, file)
+	if doc == nil || ds.HasErrors() {
+		return nil, ds
+	}
+	sch, _, err := compiledSchemas()
+	if err != nil {
+		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
+		return nil, ds
+	}
+	if sd := validate(sch, doc, file, allowedKeys); len(sd) > 0 {
+		return nil, append(ds, sd...)
+	}
+	root := doc.Content[0]
+	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Column: n.Column} }
+	pl := &Pipeline{File: file, Schema: "public", Pos: at(root)}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "pipeline":
+			pl.Name = v.Value
+			pl.Pos = at(v)
+		case "schema":
+			pl.Schema = v.Value
+		case "tables":
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				t, td := loadTable(v.Content[j], v.Content[j+1], src, file)
+				ds = append(ds, td...)
+				t.Pipeline = pl
+				pl.Tables = append(pl.Tables, t)
+			}
+		}
+	}
+	return pl, ds
+}
+
+func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
+	var ds diag.List
+	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Column: n.Column} }
+	t := &Table{Name: k.Value, Pos: at(k), ResetAllowed: true}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		key, val := v.Content[i], v.Content[i+1]
+		switch key.Value {
+		case "replace_where":
+			t.ReplaceWhere = newText(src, file, val)
+		case "partition_by":
+			t.PartitionBy, t.PartitionPos = val.Value, at(val)
+		case "properties":
+			if n := keyNode(val, "reset_allowed"); n != nil {
+				t.ResetAllowed = valueOf(val, n).Value == "true"
+			}
+		case "query":
+			t.Query = newText(src, file, val)
+			if strings.TrimSpace(val.Value) == "" {
+				ds.Errorf("RW107", at(val), "write the SELECT that computes the table", "table %s has an empty query", t.Name)
+			}
+		case "columns":
+			for j := 0; j+1 < len(val.Content); j += 2 {
+				cn, ct := val.Content[j], val.Content[j+1]
+				typ, err := pgtype.Parse(ct.Value)
+				if err != nil {
+					ds.Errorf("RW106", at(ct), "known types: "+strings.Join(pgtype.Known(), ", "), "column %s: %v", cn.Value, err)
+				}
+				t.Columns = append(t.Columns, Column{Name: cn.Value, Type: typ, Pos: at(cn), TypePos: at(ct)})
+			}
+		}
+	}
+	if t.PartitionBy != "" && t.Column(t.PartitionBy) == nil {
+		ds.Errorf("RW108", t.PartitionPos, "partition_by names one of the table's columns: "+columnNames(t),
+			"partition_by %q is not a column of %s", t.PartitionBy, t.Name)
+	}
+	return t, ds
+}
+
+func columnNames(t *Table) string {
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func loadBackfill(fsys fs.FS, name, file string) (*Backfill, diag.List) {
+	doc, src, ds := parse(fsys, name, file)
+	if doc == nil || ds.HasErrors() {
+		return nil, ds
+	}
+	_, sch, err := compiledSchemas()
+	if err != nil {
+		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
+		return nil, ds
+	}
+	if sd := validate(sch, doc, file, map[string][]string{"top level": BackfillKeys}); len(sd) > 0 {
+		return nil, append(ds, sd...)
+	}
+	root := doc.Content[0]
+	b := &Backfill{File: file}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "backfill":
+			b.Flow, b.FlowPos = v.Value, diag.Pos{File: file, Line: v.Line, Column: v.Column}
+		case "where":
+			b.Where = newText(src, file, v)
+		case "reason":
+			b.Reason = v.Value
+		case "batch":
+			b.BatchDays, _ = strconv.Atoi(strings.TrimSuffix(v.Value, "d"))
+			b.BatchPos = diag.Pos{File: file, Line: v.Line, Column: v.Column}
+		}
+	}
+	if strings.TrimSpace(b.Reason) == "" {
+		ds.Errorf("RW103", diag.Pos{File: file, Line: root.Line, Column: root.Column}, requiredHint("reason"), "the backfill's reason is empty")
+	}
+	return b, ds
+}
+
+// crossChecks are the rules that span files: unique pipeline names, one flow
+// per target, and backfills that name an existing flow.
+func (p *Project) crossChecks() diag.List {
+	var ds diag.List
+	pipelines := map[string]*Pipeline{}
+	flows := map[string]*Table{}
+	targets := map[string]*Table{}
+	for _, pl := range p.Pipelines {
+		if first, ok := pipelines[pl.Name]; ok {
+			ds.Errorf("RW109", pl.Pos, "rename one of them; the first is in "+first.File, "pipeline %q is defined twice", pl.Name)
+		} else {
+			pipelines[pl.Name] = pl
+		}
+		for _, t := range pl.Tables {
+			if first, ok := targets[t.QualifiedName()]; ok {
+				ds.Errorf("RW110", t.Pos, fmt.Sprintf("a table is the target of one flow; merge them or rename one (the first is at %s)", first.Pos),
+					"table %s is the target of two flows", t.QualifiedName())
+				continue
+			}
+			targets[t.QualifiedName()] = t
+			if first, ok := flows[t.Name]; ok {
+				ds.Errorf("RW111", t.Pos, fmt.Sprintf("flows are named by their table; rename one (the other is %s at %s)", first.QualifiedName(), first.Pos),
+					"flow name %q is used by two tables", t.Name)
+				continue
+			}
+			flows[t.Name] = t
+		}
+	}
+	for _, b := range p.Backfills {
+		if b.Flow != "" && flows[b.Flow] == nil {
+			names := make([]string, 0, len(flows))
+			for n := range flows {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			hint := "backfill names a table of a pipeline; known flows: " + strings.Join(names, ", ")
+			if best := diag.Closest(b.Flow, names); best != "" {
+				hint = fmt.Sprintf("did you mean %q? ", best) + hint
+			}
+			ds.Errorf("RW112", b.FlowPos, hint, "backfill names unknown flow %q", b.Flow)
+		}
+	}
+	return ds
+}
+
+// Flow finds a table by flow name.
+func (p *Project) Flow(name string) *Table {
+	for _, pl := range p.Pipelines {
+		for _, t := range pl.Tables {
+			if t.Name == name {
+				return t
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+// Package spec loads rwc's YAML files into a typed model in which every value
+// keeps its file, line and column.
+package spec
+
+import (
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec/pgtype"
+)
+
+// Project is everything under a specs directory.
+type Project struct {
+	Dir       string
+	Pipelines []*Pipeline
+	Backfills []*Backfill
+}
+
+// Pipeline is one pipelines/*.yaml file.
+type Pipeline struct {
+	File   string
+	Name   string
+	Schema string // "public" when not given
+	Pos    diag.Pos
+	Tables []*Table
+}
+
+// Table is a target table and the REPLACE WHERE flow that keeps it.
+type Table struct {
+	Pipeline     *Pipeline
+	Name         string
+	Pos          diag.Pos // of the table's key
+	ReplaceWhere Text
+	PartitionBy  string
+	PartitionPos diag.Pos
+	ResetAllowed bool
+	Columns      []Column
+	Query        Text
+}
+
+// Column is one declared target column, in declaration order.
+type Column struct {
+	Name    string
+	Type    pgtype.Type
+	Pos     diag.Pos // of the name
+	TypePos diag.Pos
+}
+
+// Backfill is one pipelines/backfills/*.yaml file.
+type Backfill struct {
+	File      string
+	Flow      string
+	FlowPos   diag.Pos
+	Where     Text
+	Reason    string
+	BatchDays int // 0: not batched
+	BatchPos  diag.Pos
+}
+
+// Column returns the named column, or nil.
+func (t *Table) Column(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// QualifiedName is schema.table, as rwc names flows in messages.
+func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name }
+
+// Keys the loader accepts, per object. The JSON Schemas must list exactly
+// these (a test keeps them in sync).
+var (
+	PipelineKeys = []string{"pipeline", "schema", "tables"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query"}
+	PropertyKeys = []string{"reset_allowed"}
+	BackfillKeys = []string{"backfill", "where", "reason", "batch"}
+)

@@ -1,0 +1,82 @@
+package predicate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/functions"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// Resolve fixes per-refresh functions at rc: current_date() becomes a date
+// literal, current_timestamp() a timestamp literal. The result is what a
+// refresh stores and what its SQL is rendered from.
+func (p *Predicate) Resolve(rc Resolution) (*Predicate, error) {
+	if p.Determinism != PerRefresh {
+		return p, nil
+	}
+	root := p.Root.resolve(rc)
+	q, issues := Compile(root.CEL(), columnsOf(p))
+	if len(issues) > 0 {
+		// The printer only writes constructs the compiler accepts.
+		return nil, fmt.Errorf("internal: resolved predicate %q does not compile: %s", root.CEL(), issues[0].Message)
+	}
+	return q, nil
+}
+
+func columnsOf(p *Predicate) []Column {
+	var cols []Column
+	seen := map[string]bool{}
+	p.Root.walk(func(x *Expr) {
+		if x.Op == OpCol && !seen[x.Col.Name] {
+			seen[x.Col.Name] = true
+			cols = append(cols, *x.Col)
+		}
+	})
+	return cols
+}
+
+// Value is a column value for Eval: nil is SQL NULL; otherwise int64,
+// float64, string, bool, Date or time.Time.
+type Value = any
+
+// Eval reports whether a row is in the window, evaluated by CEL in Go with
+// per-refresh functions read from rc. A NULL column is left unbound; CEL then
+// yields an error for any comparison with it, which && and || absorb exactly
+// as SQL's three-valued logic absorbs NULL, and which is "not in the window"
+// at the top, as NULL is for WHERE.
+func (p *Predicate) Eval(row map[string]Value, rc Resolution) (bool, error) {
+	prg, err := p.env.Program(p.checked,
+		cel.CostLimit(maxEvalCost),
+		cel.Functions(
+			&functions.Overload{Operator: "current_date", Function: func(...ref.Val) ref.Val {
+				return DateOf(rc.Now.In(rc.loc()))
+			}},
+			&functions.Overload{Operator: "current_timestamp", Function: func(...ref.Val) ref.Val {
+				return types.Timestamp{Time: rc.Now.UTC().Truncate(time.Microsecond)}
+			}},
+			&functions.Overload{Operator: "rand", Function: func(...ref.Val) ref.Val { return types.Double(rand.Float64()) }},
+		))
+	if err != nil {
+		return false, err
+	}
+	act := map[string]any{}
+	for k, v := range row {
+		if v != nil {
+			act[k] = v
+		}
+	}
+	out, _, err := prg.Eval(act)
+	if err != nil {
+		if strings.Contains(err.Error(), "no such attribute") {
+			return false, nil // a NULL reached the top: not in the window
+		}
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	return ok && bool(b), nil
+}
