@@ -28,7 +28,7 @@ var allowedKeys = map[string][]string{
 // caller passes the directory as the user named it. It never stops at the
 // first problem: a user fixes a whole file in one round.
 func Load(fsys fs.FS, display string) (*Project, diag.List) {
-	p := &Project{Dir: display}
+	p := &Project{Dir: display, Sources: map[string][]string{}}
 	var ds diag.List
 	files, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
@@ -40,7 +40,7 @@ func Load(fsys fs.FS, display string) (*Project, diag.List) {
 		ds.Warnf("RW100", diag.Pos{File: path.Join(display, f)}, "rename it to "+strings.TrimSuffix(f, ".yml")+".yaml", "file ignored: pipelines end in .yaml")
 	}
 	for _, f := range files {
-		pl, fd := loadPipeline(fsys, f, path.Join(display, f))
+		pl, fd := loadPipeline(p, fsys, f, path.Join(display, f))
 		ds = append(ds, fd...)
 		if pl != nil {
 			p.Pipelines = append(p.Pipelines, pl)
@@ -48,7 +48,7 @@ func Load(fsys fs.FS, display string) (*Project, diag.List) {
 	}
 	bfiles, _ := fs.Glob(fsys, BackfillDir+"/*.yaml")
 	for _, f := range bfiles {
-		bf, fd := loadBackfill(fsys, f, path.Join(display, f))
+		bf, fd := loadBackfill(p, fsys, f, path.Join(display, f))
 		ds = append(ds, fd...)
 		if bf != nil {
 			p.Backfills = append(p.Backfills, bf)
@@ -68,6 +68,7 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "cannot read: %v", err)
 		return nil, nil, ds
 	}
+	src := strings.Split(string(raw), "\n")
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil {
@@ -81,14 +82,14 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 			msg = "the file is empty"
 		}
 		ds.Errorf("RW100", diag.Pos{File: file, Line: line, Column: min(line, 1)}, "fix the YAML syntax (indentation, a missing ':' or an unclosed quote)", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
-		return nil, nil, ds
+		return nil, src, ds
 	}
 	var extra yaml.Node
 	if dec.Decode(&extra) == nil {
 		ds.Errorf("RW100", diag.Pos{File: file, Line: extra.Line, Column: extra.Column}, "keep one pipeline per file", "the file holds more than one YAML document")
 	}
 	duplicateKeys(&doc, file, &ds)
-	return &doc, strings.Split(string(raw), "\n"), ds
+	return &doc, src, ds
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+):`)
@@ -111,8 +112,9 @@ func duplicateKeys(n *yaml.Node, file string, ds *diag.List) {
 	}
 }
 
-func loadPipeline(fsys fs.FS, name, file string) (*Pipeline, diag.List) {
+func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.List) {
 	doc, src, ds := parse(fsys, name, file)
+	p.Sources[file] = src
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
@@ -121,10 +123,13 @@ func loadPipeline(fsys fs.FS, name, file string) (*Pipeline, diag.List) {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
 		return nil, ds
 	}
-	if sd := validate(sch, doc, file, allowedKeys); len(sd) > 0 {
-		return nil, append(ds, sd...)
-	}
+	sd, bad := validate(sch, doc, file, allowedKeys)
+	ds = append(ds, sd...)
 	root := doc.Content[0]
+	tables := valueOf(root, keyNode(root, "tables"))
+	if root.Kind != yaml.MappingNode || tables == nil || tables.Kind != yaml.MappingNode || brokenAt(bad, "tables") {
+		return nil, ds
+	}
 	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Column: n.Column} }
 	pl := &Pipeline{File: file, Schema: "public", Pos: at(root)}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -137,6 +142,9 @@ func loadPipeline(fsys fs.FS, name, file string) (*Pipeline, diag.List) {
 			pl.Schema = v.Value
 		case "tables":
 			for j := 0; j+1 < len(v.Content); j += 2 {
+				if brokenAt(bad, "tables", v.Content[j].Value) {
+					continue
+				}
 				t, td := loadTable(v.Content[j], v.Content[j+1], src, file)
 				ds = append(ds, td...)
 				t.Pipeline = pl
@@ -193,8 +201,9 @@ func columnNames(t *Table) string {
 	return strings.Join(names, ", ")
 }
 
-func loadBackfill(fsys fs.FS, name, file string) (*Backfill, diag.List) {
+func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.List) {
 	doc, src, ds := parse(fsys, name, file)
+	p.Sources[file] = src
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
@@ -203,7 +212,7 @@ func loadBackfill(fsys fs.FS, name, file string) (*Backfill, diag.List) {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
 		return nil, ds
 	}
-	if sd := validate(sch, doc, file, map[string][]string{"top level": BackfillKeys}); len(sd) > 0 {
+	if sd, _ := validate(sch, doc, file, map[string][]string{"top level": BackfillKeys}); len(sd) > 0 {
 		return nil, append(ds, sd...)
 	}
 	root := doc.Content[0]
@@ -283,4 +292,24 @@ func (p *Project) Flow(name string) *Table {
 		}
 	}
 	return nil
+}
+
+// brokenAt reports whether schema validation failed at path itself or,
+// for a table, anywhere inside it. That part of the file is then not loaded
+// (its errors are reported) while the rest still is, so one typo does not
+// hide the other problems of the file.
+func brokenAt(bad [][]string, path ...string) bool {
+	for _, b := range bad {
+		if len(b) < len(path) {
+			continue
+		}
+		match := true
+		for i := range path {
+			match = match && b[i] == path[i]
+		}
+		if match && (len(b) == len(path) || len(path) > 1) {
+			return true
+		}
+	}
+	return false
 }

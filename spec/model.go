@@ -12,6 +12,9 @@ type Project struct {
 	Dir       string
 	Pipelines []*Pipeline
 	Backfills []*Backfill
+	// Sources holds each loaded file's lines by display name, for
+	// suppression comments and for showing context.
+	Sources map[string][]string
 }
 
 // Pipeline is one pipelines/*.yaml file.

@@ -85,20 +85,24 @@ func toJSON(n *yaml.Node) any {
 
 // validate runs the JSON Schema over doc and turns each failure into a
 // positioned diagnostic in rwc's words.
-func validate(sch *jsonschema.Schema, doc *yaml.Node, file string, allowed map[string][]string) diag.List {
+// It also returns the instance paths that failed, so the loader can skip
+// just the broken parts.
+func validate(sch *jsonschema.Schema, doc *yaml.Node, file string, allowed map[string][]string) (diag.List, [][]string) {
 	err := sch.Validate(toJSON(doc))
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return diag.List{{Code: "RW101", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: err.Error()}}
+		return diag.List{{Code: "RW101", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: err.Error()}}, [][]string{nil}
 	}
 	var out diag.List
+	var paths [][]string
 	seen := map[string]bool{}
 	var leaves func(e *jsonschema.ValidationError)
 	leaves = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			paths = append(paths, e.InstanceLocation)
 			d := schemaDiag(e, doc, file, allowed)
 			if k := d.String(); !seen[k] {
 				seen[k] = true
@@ -111,7 +115,7 @@ func validate(sch *jsonschema.Schema, doc *yaml.Node, file string, allowed map[s
 		}
 	}
 	leaves(ve)
-	return out
+	return out, paths
 }
 
 var printer = message.NewPrinter(message.MatchLanguage("en"))
@@ -134,9 +138,13 @@ func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allo
 		d.Code, d.Message = "RW102", fmt.Sprintf("unknown key %q in %s", name, ctx)
 		d.Hint = keyHint(name, allowed[ctx])
 	case *kind.Required:
-		d.Code = "RW103"
+		d.Code, d.Pos = "RW103", at(key)
 		d.Message = fmt.Sprintf("%s is missing required key %q", where, k.Missing[0])
 		d.Hint = requiredHint(k.Missing[0])
+		if len(k.Missing) > 1 {
+			d.Message = fmt.Sprintf("%s is missing required keys %s", where, strings.Join(k.Missing, ", "))
+			d.Hint = "add " + strings.Join(k.Missing, ": …, ") + ": …"
+		}
 	case *kind.Type:
 		d.Message = fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got)
 		if k.Got == "null" {
@@ -160,7 +168,6 @@ func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allo
 	default:
 		d.Message = fmt.Sprintf("%s: %s", where, e.ErrorKind.LocalizedString(printer))
 	}
-	_ = key
 	return d
 }
 

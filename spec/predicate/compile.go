@@ -2,6 +2,7 @@ package predicate
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -257,12 +258,13 @@ func displayFn(name string) string {
 	return "function " + name + "()"
 }
 
+var noOverload = regexp.MustCompile(`found no matching overload for '([^']+)' applied to '\((.*)\)'`)
+
 func (c *compiler) checkerIssue(line, col int, msg string) {
 	hint := "compare values of the same type: dates with dates or 'YYYY-MM-DD' literals, text with strings, numbers with numbers"
-	if strings.Contains(msg, "found no matching overload") {
-		msg = strings.Replace(msg, "found no matching overload for", "these types cannot be combined with", 1)
-		msg = strings.ReplaceAll(msg, "google.protobuf.Timestamp", "timestamp")
-		msg = strings.ReplaceAll(msg, "rwc.date", "date")
+	if m := noOverload.FindStringSubmatch(msg); m != nil {
+		types := strings.NewReplacer("google.protobuf.Timestamp", "timestamp", "rwc.date", "date").Replace(m[2])
+		msg = fmt.Sprintf("%s cannot be applied to (%s)", displayFn(m[1]), types)
 	}
 	c.errAt(Loc{line, col}, "RW203", hint, "%s", msg)
 }

@@ -77,7 +77,7 @@ func TestCompileErrors(t *testing.T) {
 		{`region.matches('a')`, "RW204", 1, 15, "function matches() is not supported"},
 		{`date >= 'tomorrow'`, "RW205", 1, 9, "not an ISO date"},
 		{`date >= date('2026-02-30')`, "RW205", 1, 14, "not an ISO date"},
-		{`date == 3`, "RW203", 1, 6, "cannot be combined"},
+		{`date == 3`, "RW203", 1, 6, "operator == cannot be applied to (date, int)"},
 		{`region`, "RW207", 1, 1, "must be a bool"},
 		{`payload == 'x'`, "RW206", 1, 1, "jsonb"},
 		{`date_add(date, qty) > date`, "RW208", 1, 16, "integer literal"},

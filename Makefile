@@ -1,0 +1,41 @@
+# rwc — see README.md. Every target works on a fresh machine: what is missing
+# (Go modules, PostgreSQL's server binaries) is fetched or installed first.
+GO      ?= go
+BIN     := bin/rwc
+PKGS    := ./...
+# Go's test cache is keyed on files, not on the PostgreSQL a test starts.
+TESTFLAGS ?= -count=1
+
+.PHONY: all build test demo bench lint fuzz postgres clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/rwc
+
+postgres:
+	@scripts/ensure-postgres.sh
+
+test: postgres
+	$(GO) vet $(PKGS)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+demo: build postgres
+	@scripts/demo.sh
+
+bench: build postgres
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint: build
+	$(GO) vet $(PKGS)
+	$(BIN) lint pipelines
+
+# Short fuzzing sessions of the spec loader and the predicate compiler.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzCompileTranslate -fuzztime 30s ./spec/predicate/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,104 @@
+package diag
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Sources gives the lines of a file, for showing a diagnostic in context.
+type Sources func(file string) []string
+
+// WriteText prints diagnostics the way a compiler does: position, severity,
+// code and message, the source line with a caret, then the hint.
+func WriteText(w io.Writer, l List, src Sources) {
+	for _, d := range l {
+		fmt.Fprintf(w, "%s\n", d)
+		if src != nil && d.Line > 0 {
+			if lines := src(d.File); d.Line <= len(lines) {
+				text := strings.ReplaceAll(lines[d.Line-1], "\t", " ")
+				gutter := fmt.Sprintf("%5d | ", d.Line)
+				fmt.Fprintf(w, "%s%s\n", gutter, text)
+				if d.Column > 0 && d.Column <= utf8.RuneCountInString(text)+1 {
+					fmt.Fprintf(w, "%s| %s^\n", strings.Repeat(" ", len(gutter)-2), strings.Repeat(" ", d.Column-1))
+				}
+			}
+		}
+		if d.Hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+		}
+	}
+}
+
+// Counts returns the number of errors and warnings.
+func (l List) Counts() (errors, warnings int) {
+	for _, d := range l {
+		if d.Severity == Error {
+			errors++
+		} else {
+			warnings++
+		}
+	}
+	return
+}
+
+// Summary is "2 errors, 1 warning" or "no problems".
+func (l List) Summary() string {
+	e, w := l.Counts()
+	if e == 0 && w == 0 {
+		return "no problems"
+	}
+	return plural(e, "error") + ", " + plural(w, "warning")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// WriteJSON prints {"diagnostics": [...], "errors": n, "warnings": n}.
+func WriteJSON(w io.Writer, l List) error {
+	e, wn := l.Counts()
+	if l == nil {
+		l = List{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Diagnostics List `json:"diagnostics"`
+		Errors      int  `json:"errors"`
+		Warnings    int  `json:"warnings"`
+	}{l, e, wn})
+}
+
+// WriteGitHub prints GitHub Actions workflow commands, which show as
+// annotations on the pull request's files.
+func WriteGitHub(w io.Writer, l List) {
+	for _, d := range l {
+		props := "file=" + ghProp(d.File)
+		if d.Line > 0 {
+			props += fmt.Sprintf(",line=%d", d.Line)
+		}
+		if d.Column > 0 {
+			props += fmt.Sprintf(",col=%d", d.Column)
+		}
+		props += ",title=" + ghProp("rwc "+d.Code)
+		msg := d.Message
+		if d.Hint != "" {
+			msg += "\nhint: " + d.Hint
+		}
+		fmt.Fprintf(w, "::%s %s::%s\n", d.Severity, props, ghData(msg))
+	}
+}
+
+func ghData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func ghProp(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
