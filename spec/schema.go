@@ -101,6 +101,15 @@ func validate(sch *jsonschema.Schema, doc *yaml.Node, file string, allowed map[s
 	seen := map[string]bool{}
 	var leaves func(e *jsonschema.ValidationError)
 	leaves = func(e *jsonschema.ValidationError) {
+		if pn, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+			// A bad key. The validator's location for it is unreliable, so
+			// find the key by name; report the innermost cause's complaint.
+			inner := e
+			for len(inner.Causes) > 0 {
+				inner = inner.Causes[0]
+			}
+			e = &jsonschema.ValidationError{SchemaURL: e.SchemaURL, InstanceLocation: keyPath(doc, pn.Property), ErrorKind: inner.ErrorKind}
+		}
 		if len(e.Causes) == 0 {
 			paths = append(paths, e.InstanceLocation)
 			d := schemaDiag(e, doc, file, allowed)
@@ -123,9 +132,14 @@ var printer = message.NewPrinter(message.MatchLanguage("en"))
 func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allowed map[string][]string) diag.Diagnostic {
 	key, val := locate(doc, e.InstanceLocation)
 	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Column: n.Column} }
-	where := "the document"
+	where := "this file"
 	if len(e.InstanceLocation) > 0 {
 		where = strings.Join(e.InstanceLocation, ".")
+	}
+	isKey := strings.Contains(e.SchemaURL, "propertyNames")
+	if isKey {
+		val = key
+		where = fmt.Sprintf("%q", key.Value)
 	}
 	d := diag.Diagnostic{Code: "RW101", Severity: diag.Error, Pos: at(val)}
 	switch k := e.ErrorKind.(type) {
@@ -146,13 +160,18 @@ func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allo
 			d.Hint = "add " + strings.Join(k.Missing, ": …, ") + ": …"
 		}
 	case *kind.Type:
-		d.Message = fmt.Sprintf("%s must be %s, not %s", where, strings.Join(k.Want, " or "), k.Got)
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = jsonWord(w)
+		}
+		d.Message = fmt.Sprintf("%s must be %s, not %s", where, strings.Join(want, " or "), jsonWord(k.Got))
+		d.Hint = "see schemas/pipeline.schema.json for the format, or docs/spec.md"
 		if k.Got == "null" {
 			d.Hint = "give it a value, or remove the key"
 		}
 	case *kind.Pattern:
 		d.Code = "RW104"
-		d.Message = fmt.Sprintf("%q is not a valid name for %s", k.Got, where)
+		d.Message = fmt.Sprintf("%q is not a valid name", k.Got)
 		d.Hint = "names are lower-case identifiers: a letter or _, then letters, digits or _ (at most 63)"
 		if k.Want == "^[1-9][0-9]*d$" {
 			d.Code, d.Message, d.Hint = "RW101", fmt.Sprintf("batch %q is not a number of days", k.Got), "write batch: 7d"
@@ -160,6 +179,9 @@ func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allo
 	case *kind.MaxLength:
 		d.Code = "RW104"
 		d.Message = fmt.Sprintf("%s is longer than PostgreSQL's 63-byte identifier limit", where)
+		if !isKey {
+			d.Message = fmt.Sprintf("%q is longer than PostgreSQL's 63-byte identifier limit", val.Value)
+		}
 		d.Hint = "shorten the name"
 	case *kind.MinLength:
 		d.Message = fmt.Sprintf("%s must not be empty", where)
@@ -169,6 +191,52 @@ func schemaDiag(e *jsonschema.ValidationError, doc *yaml.Node, file string, allo
 		d.Message = fmt.Sprintf("%s: %s", where, e.ErrorKind.LocalizedString(printer))
 	}
 	return d
+}
+
+func jsonWord(t string) string {
+	switch t {
+	case "object":
+		return "a mapping"
+	case "array":
+		return "a list"
+	case "string":
+		return "a string"
+	case "boolean":
+		return "true or false"
+	case "number", "integer":
+		return "a number"
+	case "null":
+		return "empty"
+	}
+	return t
+}
+
+// keyPath finds the path of the first mapping key named name.
+func keyPath(doc *yaml.Node, name string) []string {
+	var walk func(n *yaml.Node, path []string) []string
+	walk = func(n *yaml.Node, path []string) []string {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if p := walk(c, path); p != nil {
+					return p
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				sub := append(append([]string(nil), path...), k)
+				if k == name {
+					return sub
+				}
+				if p := walk(n.Content[i+1], sub); p != nil {
+					return p
+				}
+			}
+		}
+		return nil
+	}
+	return walk(doc, nil)
 }
 
 // objectContext names the kind of object at a path, for messages and for

@@ -1,0 +1,64 @@
+// Command rwc compiles and runs REPLACE WHERE flows on PostgreSQL.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+type globals struct {
+	dsn string
+	dir string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "rwc",
+		Short: "Keep PostgreSQL tables up to date with REPLACE WHERE flows",
+		Long: `rwc keeps PostgreSQL tables up to date with REPLACE WHERE flows: each target
+table has a source query and a window predicate; a refresh replaces exactly the
+rows in the window, atomically, and leaves everything else untouched.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if g.dir != "" {
+				if err := os.Chdir(g.dir); err != nil {
+					return fmt.Errorf("-C %s: %w", g.dir, err)
+				}
+			}
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL (default $RWC_DATABASE_URL, else the local PostgreSQL under .rwc/)")
+	root.PersistentFlags().StringVarP(&g.dir, "chdir", "C", "", "run as if rwc was started in `DIR`")
+	root.AddCommand(newLintCmd(g))
+	return root
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintf(os.Stderr, "rwc: %v\n", err)
+	return 1
+}

@@ -1,0 +1,170 @@
+// Package compile checks a loaded project as a whole: predicates against
+// columns, queries against columns, predicate push-down and the dependency
+// order of flows. Lint is its diagnostics; the runner and the planner use
+// the analysed flows.
+package compile
+
+import (
+	"io/fs"
+	"strings"
+
+	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// Flow is one table's REPLACE WHERE flow, analysed.
+type Flow struct {
+	Table     *spec.Table
+	Predicate *predicate.Predicate // nil when the predicate has errors
+	Query     *query.Analysis      // nil when the query has errors
+	// PartitionBy is the column incremental refresh and batches work along:
+	// partition_by, else the single column the predicate ranges over.
+	PartitionBy string
+	// DependsOn are the flows whose targets this flow's query reads.
+	DependsOn []*Flow
+}
+
+// Name is the flow's name, its table's name.
+func (f *Flow) Name() string { return f.Table.Name }
+
+// Backfill is a backfill file with its predicate compiled against its flow.
+type Backfill struct {
+	File      *spec.Backfill
+	Flow      *Flow
+	Predicate *predicate.Predicate
+}
+
+// Project is an analysed project. Flows are in dependency order: a flow
+// comes after every flow whose target it reads.
+type Project struct {
+	Spec      *spec.Project
+	Flows     []*Flow
+	Backfills []*Backfill
+}
+
+// Flow finds a flow by name.
+func (p *Project) Flow(name string) *Flow {
+	for _, f := range p.Flows {
+		if f.Name() == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// Analyze checks every flow and backfill of a loaded project.
+func Analyze(sp *spec.Project) (*Project, diag.List) {
+	p := &Project{Spec: sp}
+	var ds diag.List
+	for _, pl := range sp.Pipelines {
+		for _, t := range pl.Tables {
+			f, fd := analyzeFlow(t)
+			ds = append(ds, fd...)
+			p.Flows = append(p.Flows, f)
+		}
+	}
+	ds = append(ds, p.order()...)
+	for _, b := range sp.Backfills {
+		bf, bd := analyzeBackfill(p, b)
+		ds = append(ds, bd...)
+		if bf != nil {
+			p.Backfills = append(p.Backfills, bf)
+		}
+	}
+	ds = suppress(sp, ds)
+	ds.Sort()
+	return p, ds
+}
+
+// predicateColumns are the table's columns as the predicate language sees them.
+func predicateColumns(t *spec.Table) []predicate.Column {
+	cols := make([]predicate.Column, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
+	}
+	return cols
+}
+
+// compilePredicate compiles a predicate text and positions its issues in the file.
+func compilePredicate(text spec.Text, t *spec.Table) (*predicate.Predicate, diag.List) {
+	p, issues := predicate.Compile(text.Value, predicateColumns(t))
+	var ds diag.List
+	for _, is := range issues {
+		ds.Errorf(is.Code, text.At(is.At.Line, is.At.Column), is.Hint, "%s", is.Message)
+	}
+	return p, ds
+}
+
+func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
+	f := &Flow{Table: t, PartitionBy: t.PartitionBy}
+	var ds diag.List
+	if t.ReplaceWhere.Value != "" {
+		var pd diag.List
+		f.Predicate, pd = compilePredicate(t.ReplaceWhere, t)
+		ds = append(ds, pd...)
+	}
+	if f.Predicate != nil {
+		ds = append(ds, predicateWarnings(f)...)
+		if f.PartitionBy == "" && len(f.Predicate.Columns) == 1 {
+			f.PartitionBy = f.Predicate.Columns[0]
+		}
+		if f.PartitionBy == "" && len(f.Predicate.Columns) > 1 {
+			ds.Warnf("RW404", t.ReplaceWhere.Pos, "add partition_by: <column> to the table, usually its date column",
+				"the predicate ranges over %d columns (%s), so rwc cannot choose the partition column for incremental refresh and batches",
+				len(f.Predicate.Columns), joinNames(f.Predicate.Columns))
+		}
+	}
+	if strings.TrimSpace(t.Query.Value) != "" {
+		a, err := query.Analyze(t.Query.Value)
+		if err != nil {
+			code := "RW301"
+			if err.Reason != query.ReasonSyntax {
+				code = "RW302"
+			}
+			ds.Errorf(code, t.Query.AtOffset(err.Offset), err.Hint, "%s", err.Message)
+		} else {
+			f.Query = a
+			ds = append(ds, byName(t, a)...)
+			if f.Predicate != nil {
+				ds = append(ds, pushdown(f)...)
+			}
+		}
+	}
+	return f, ds
+}
+
+func analyzeBackfill(p *Project, b *spec.Backfill) (*Backfill, diag.List) {
+	f := p.Flow(b.Flow)
+	if f == nil {
+		return nil, nil // spec reported the unknown flow
+	}
+	pr, ds := compilePredicate(b.Where, f.Table)
+	if b.BatchDays > 0 && f.PartitionBy != "" {
+		if c := f.Table.Column(f.PartitionBy); c != nil && c.Type.Base != "date" {
+			ds.Errorf("RW113", b.BatchPos, "remove batch:, or give the flow a date partition_by column",
+				"batch runs along a date partition column, but %s's partition column %s is %s", f.Name(), f.PartitionBy, c.Type.Canonical)
+		}
+	}
+	if b.BatchDays > 0 && f.PartitionBy == "" {
+		ds.Errorf("RW113", b.BatchPos, "set partition_by on the flow, or remove batch:", "batch needs a partition column, and flow %s has none", f.Name())
+	}
+	if pr == nil {
+		return nil, ds
+	}
+	if pr.Determinism != predicate.Immutable {
+		ds.Errorf("RW213", b.Where.Pos, "write fixed dates, e.g. "+f.PartitionBy+" >= date('2026-01-01'): a committed backfill must select the same rows whenever it runs",
+			"a backfill predicate must not depend on when it runs (current_date(), current_timestamp(), rand())")
+	}
+	return &Backfill{File: b, Flow: f, Predicate: pr}, ds
+}
+
+// Load reads the specs in fsys and analyses them: everything lint checks.
+func Load(fsys fs.FS, display string) (*Project, diag.List, error) {
+	sp, ds := spec.Load(fsys, display)
+	p, ads := Analyze(sp)
+	ds = append(suppress(sp, ds), ads...)
+	ds.Sort()
+	return p, ds, nil
+}

@@ -1,0 +1,84 @@
+package compile
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"testing"
+
+	"github.com/rwc-dev/rwc/diag"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/lint/*/want.txt from the current output")
+
+// TestLintGolden runs lint over every testdata/lint/<case>/ directory (the
+// case directory is the specs directory) and compares the text output with
+// want.txt. A new case is a new directory; -update writes its want.txt.
+func TestLintGolden(t *testing.T) {
+	cases, err := filepath.Glob("testdata/lint/*")
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no lint cases: %v", err)
+	}
+	fired := map[string]bool{}
+	for _, dir := range cases {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			p, ds, err := Load(os.DirFS(dir), "pipelines")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				fired[d.Code] = true
+			}
+			var got bytes.Buffer
+			diag.WriteText(&got, ds, func(f string) []string { return p.Spec.Sources[f] })
+			fmt.Fprintf(&got, "-- %s\n", ds.Summary())
+			want := filepath.Join(dir, "want.txt")
+			if *update {
+				if err := os.WriteFile(want, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			w, err := os.ReadFile(want)
+			if err != nil {
+				t.Fatalf("%v (run go test ./compile -run TestLintGolden -update)", err)
+			}
+			if !bytes.Equal(w, got.Bytes()) {
+				t.Errorf("lint output differs from %s\n--- got\n%s--- want\n%s", want, got.String(), w)
+			}
+		})
+	}
+	if len(cases) < 40 {
+		t.Errorf("the lint corpus has %d cases; keep at least 40", len(cases))
+	}
+	// Every documented code is exercised by some case.
+	var missing []string
+	for _, code := range documentedCodes(t) {
+		if !fired[code] {
+			missing = append(missing, code)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 && !*update {
+		t.Errorf("no lint case fires %v: add a testdata/lint/<case>/ for each", missing)
+	}
+}
+
+var codeHeading = regexp.MustCompile(`(?m)^### (RW\d{3})\b`)
+
+func documentedCodes(t *testing.T) []string {
+	b, err := os.ReadFile("../docs/diagnostics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, m := range codeHeading.FindAllStringSubmatch(string(b), -1) {
+		codes = append(codes, m[1])
+	}
+	return codes
+}

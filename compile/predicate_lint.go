@@ -1,0 +1,112 @@
+package compile
+
+import (
+	"strings"
+
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+func predicateWarnings(f *Flow) diag.List {
+	var ds diag.List
+	t, p := f.Table, f.Predicate
+	if p.Determinism == predicate.NonDeterministic {
+		ds.Warnf("RW211", t.ReplaceWhere.Pos, "use a predicate on the table's columns and fixed or temporal values",
+			"the predicate is non-deterministic (rand()): every refresh recomputes a different window and never refreshes incrementally (REPLACE_WHERE_NOT_DETERMINISTIC)")
+	}
+	if cols := movingUpperBounds(p.Root, false); len(cols) > 0 {
+		ds.Warnf("RW212", t.ReplaceWhere.Pos, "bound the window from below only, e.g. "+cols[0]+" >= date_add(current_date(), -7); rows newer than today are then inside it anyway",
+			"the window's upper bound on %s moves with time: each day's window includes rows the previous one excluded, so refreshes fall back to a full window recompute (STALE_TARGET_DATA_IN_WINDOW)", joinNames(cols))
+	}
+	return ds
+}
+
+// movingUpperBounds lists columns whose upper bound depends on the refresh
+// time: col <= current_date(), col == current_date(), and their mirrors
+// under negation. A lower bound that moves only narrows the window; an upper
+// bound that moves widens it.
+func movingUpperBounds(e *predicate.Expr, negated bool) []string {
+	var out []string
+	switch e.Op {
+	case predicate.OpNot:
+		return movingUpperBounds(e.Args[0], !negated)
+	case predicate.OpAnd, predicate.OpOr:
+		for _, a := range e.Args {
+			out = append(out, movingUpperBounds(a, negated)...)
+		}
+	case predicate.OpLt, predicate.OpLe, predicate.OpGt, predicate.OpGe, predicate.OpEq, predicate.OpNe, predicate.OpIn:
+		col, val, op := e.Args[0], e.Args[1], e.Op
+		if e.Op == predicate.OpIn {
+			return nil
+		}
+		if col.Op != predicate.OpCol {
+			col, val, op = val, col, mirror(op)
+		}
+		if col.Op != predicate.OpCol || !temporal(val) {
+			return nil
+		}
+		if negated {
+			op = negate(op)
+		}
+		if op == predicate.OpLt || op == predicate.OpLe || op == predicate.OpEq {
+			out = append(out, col.Col.Name)
+		}
+	}
+	return dedupe(out)
+}
+
+func temporal(e *predicate.Expr) bool {
+	found := false
+	for _, x := range append([]*predicate.Expr{e}, e.Args...) {
+		if x.Op == predicate.OpCurrentDate || x.Op == predicate.OpCurrentTimestamp || (x.Op == predicate.OpDateAdd && temporal(x.Args[0])) {
+			found = true
+		}
+	}
+	return found
+}
+
+func mirror(op predicate.Op) predicate.Op {
+	switch op {
+	case predicate.OpLt:
+		return predicate.OpGt
+	case predicate.OpLe:
+		return predicate.OpGe
+	case predicate.OpGt:
+		return predicate.OpLt
+	case predicate.OpGe:
+		return predicate.OpLe
+	}
+	return op
+}
+
+func negate(op predicate.Op) predicate.Op {
+	switch op {
+	case predicate.OpLt:
+		return predicate.OpGe
+	case predicate.OpLe:
+		return predicate.OpGt
+	case predicate.OpGt:
+		return predicate.OpLe
+	case predicate.OpGe:
+		return predicate.OpLt
+	case predicate.OpEq:
+		return predicate.OpNe
+	case predicate.OpNe:
+		return predicate.OpEq
+	}
+	return op
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func joinNames(s []string) string { return strings.Join(s, ", ") }

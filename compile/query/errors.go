@@ -1,0 +1,118 @@
+package query
+
+import (
+	"errors"
+	"regexp"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/pganalyze/pg_query_go/v6/parser"
+)
+
+// Reason tells the caller which diagnostic a SyntaxError stands for.
+type Reason int
+
+const (
+	// ReasonSyntax: PostgreSQL's parser rejected the text.
+	ReasonSyntax Reason = iota
+	// ReasonEmpty: no statement at all (empty, or only comments).
+	ReasonEmpty
+	// ReasonMultipleStatements: more than one statement; Offset is the start
+	// of the second one.
+	ReasonMultipleStatements
+	// ReasonNotSelect: a single statement that is not a plain SELECT
+	// (INSERT, SELECT INTO, a data-modifying CTE, EXPLAIN, …).
+	ReasonNotSelect
+)
+
+// SyntaxError is why a query cannot be analysed. Statements that parse but
+// are not a single SELECT are reported through the same type (with a Reason)
+// rather than as a flag on Analysis: a source query must be one SELECT, and
+// the caller turns all of these into one error diagnostic at Offset.
+type SyntaxError struct {
+	Offset  int // byte offset into the query; -1 if unknown
+	Message string
+	Hint    string
+	Reason  Reason
+}
+
+func (e *SyntaxError) Error() string { return e.Message }
+
+// groupByAllHint is for users coming from engines (Databricks, DuckDB,
+// Snowflake) where GROUP BY ALL groups by every non-aggregate column.
+const groupByAllHint = "PostgreSQL has no GROUP BY ALL; list the grouping columns: GROUP BY a, b"
+
+// parseError turns pg_query's error into a SyntaxError with a byte offset.
+func parseError(sql string, err error) *SyntaxError {
+	se := &SyntaxError{Offset: -1, Message: err.Error(), Reason: ReasonSyntax}
+	var pe *parser.Error
+	if errors.As(err, &pe) && pe.Cursorpos > 0 {
+		se.Offset = cursorToOffset(sql, pe.Cursorpos)
+	}
+	// In PostgreSQL `GROUP BY ALL a, b` is valid (ALL is a noise word), so
+	// the hint is only for a failed parse, and only when the failure is at or
+	// after ALL: an earlier typo is a different problem.
+	if at := groupByAll(sql); at >= 0 && (se.Offset < 0 || se.Offset >= at) {
+		se.Offset = at
+		se.Message = "GROUP BY ALL is not supported by PostgreSQL (" + se.Message + ")"
+		se.Hint = groupByAllHint
+	}
+	return se
+}
+
+// cursorToOffset converts PostgreSQL's error cursor (1-based, in characters)
+// to a byte offset. PostgreSQL counts characters with pg_mbstrlen_with_len,
+// which steps by the length the UTF-8 lead byte announces, even in invalid
+// UTF-8; mirroring it keeps the offset exact for any input.
+func cursorToOffset(sql string, cursor int) int {
+	i := 0
+	for n := 1; n < cursor && i < len(sql); n++ {
+		i += utf8LeadLen(sql[i])
+	}
+	if i > len(sql) {
+		i = len(sql)
+	}
+	return i
+}
+
+// utf8LeadLen is PostgreSQL's pg_utf_mblen.
+func utf8LeadLen(b byte) int {
+	switch {
+	case b&0x80 == 0:
+		return 1
+	case b&0xe0 == 0xc0:
+		return 2
+	case b&0xf0 == 0xe0:
+		return 3
+	case b&0xf8 == 0xf0:
+		return 4
+	}
+	return 1
+}
+
+var groupByAllRE = regexp.MustCompile(`(?is)\bgroup\s+by\s+(all)\b`)
+
+// groupByAll returns the byte offset of ALL in the first `GROUP BY ALL`, or
+// -1. It uses PostgreSQL's scanner so that the words inside comments and
+// string literals do not count; if the text does not even scan, it falls
+// back to a regular expression.
+func groupByAll(sql string) int {
+	res, err := pg.Scan(sql)
+	if err != nil {
+		if m := groupByAllRE.FindStringSubmatchIndex(sql); m != nil {
+			return m[2]
+		}
+		return -1
+	}
+	var toks []*pg.ScanToken
+	for _, t := range res.GetTokens() {
+		if t.GetToken() != pg.Token_SQL_COMMENT && t.GetToken() != pg.Token_C_COMMENT {
+			toks = append(toks, t)
+		}
+	}
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].GetToken() == pg.Token_GROUP_P && toks[i+1].GetToken() == pg.Token_BY && toks[i+2].GetToken() == pg.Token_ALL {
+			return int(toks[i+2].GetStart())
+		}
+	}
+	return -1
+}

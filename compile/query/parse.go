@@ -1,0 +1,150 @@
+package query
+
+import (
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// analyzer holds the parse tree and everything derived from it. Levels and
+// traces are built lazily by Lineage, under mu, so an Analysis can be shared.
+type analyzer struct {
+	mu     sync.Mutex
+	sql    string
+	top    *pg.SelectStmt
+	tables []TableRef // every RangeVar that is not a CTE reference
+
+	ctes   map[*pg.CommonTableExpr]*cteDef
+	envOf  map[*pg.SelectStmt]*cteEnv
+	levels map[*pg.SelectStmt]*level
+	traces map[traceKey]*trace
+	// tablesOf memoises fromTables; an entry is nil while being computed.
+	tablesOf map[*pg.SelectStmt][]TableRef
+
+	notSelect *SyntaxError
+	cteOffset int
+}
+
+// Analyze parses a source query with PostgreSQL's parser and reports what
+// rwc needs from it. The query must be exactly one SELECT (possibly with
+// WITH, set operations or VALUES); anything else is a *SyntaxError with a
+// Reason saying what it is.
+func Analyze(sql string) (*Analysis, *SyntaxError) {
+	// The parser takes a C string: a NUL would silently cut the query short
+	// and rwc would analyse something else than what it runs.
+	if i := strings.IndexByte(sql, 0); i >= 0 {
+		return nil, &SyntaxError{Offset: i, Message: "query contains a NUL byte", Reason: ReasonSyntax}
+	}
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return nil, parseError(sql, err)
+	}
+	stmts := tree.GetStmts()
+	switch {
+	case len(stmts) == 0:
+		return nil, &SyntaxError{Offset: -1, Message: "query is empty", Hint: "write one SELECT statement", Reason: ReasonEmpty}
+	case len(stmts) > 1:
+		return nil, &SyntaxError{
+			Offset:  statementStart(sql, int(stmts[1].GetStmtLocation())),
+			Message: "query has more than one statement; a source query is a single SELECT",
+			Hint:    "remove the extra statements (and the ';' between them)",
+			Reason:  ReasonMultipleStatements,
+		}
+	}
+	raw := stmts[0]
+	top := raw.GetStmt().GetSelectStmt()
+	if top == nil {
+		return nil, &SyntaxError{
+			Offset:  statementStart(sql, int(raw.GetStmtLocation())),
+			Message: "query is " + statementKind(raw.GetStmt()) + "; a source query must be a SELECT",
+			Reason:  ReasonNotSelect,
+		}
+	}
+	a := &analyzer{
+		sql:    sql,
+		top:    top,
+		ctes:   map[*pg.CommonTableExpr]*cteDef{},
+		envOf:  map[*pg.SelectStmt]*cteEnv{},
+		levels: map[*pg.SelectStmt]*level{},
+		traces: map[traceKey]*trace{},
+
+		tablesOf: map[*pg.SelectStmt][]TableRef{},
+	}
+	a.collect(top.ProtoReflect(), nil)
+	if a.notSelect != nil {
+		return nil, a.notSelect
+	}
+	res := &Analysis{
+		Tables: distinctTables(a.tables),
+		SetOp:  isSetOp(top),
+		q:      a,
+	}
+	for _, t := range targets(leftmost(top)) {
+		if t.star {
+			if res.Star == nil {
+				res.Star = &StarRef{Offset: t.offset, Qualifier: t.qual}
+			}
+			continue
+		}
+		res.Columns = append(res.Columns, OutputColumn{
+			Name: t.name, Offset: t.offset, Kind: exprKind(t.val), Named: t.named, Aliased: t.aliased,
+		})
+	}
+	a.mu.Lock()
+	for _, s := range arms(top) {
+		if a.level(s).aggregated() {
+			res.Aggregates = true
+		}
+	}
+	a.mu.Unlock()
+	return res, nil
+}
+
+// statementStart skips the whitespace and comments PostgreSQL includes at
+// the start of a statement's location, so the offset points at its first
+// word.
+func statementStart(sql string, loc int) int {
+	if loc < 0 || loc > len(sql) {
+		return -1
+	}
+	res, err := pg.Scan(sql[loc:])
+	if err != nil {
+		return loc
+	}
+	for _, t := range res.GetTokens() {
+		if t.GetToken() != pg.Token_SQL_COMMENT && t.GetToken() != pg.Token_C_COMMENT {
+			return loc + int(t.GetStart())
+		}
+	}
+	return loc
+}
+
+// statementKind names a statement for a message: "an INSERT statement".
+func statementKind(n *pg.Node) string {
+	switch n.GetNode().(type) {
+	case *pg.Node_InsertStmt:
+		return "an INSERT statement"
+	case *pg.Node_UpdateStmt:
+		return "an UPDATE statement"
+	case *pg.Node_DeleteStmt:
+		return "a DELETE statement"
+	case *pg.Node_MergeStmt:
+		return "a MERGE statement"
+	case *pg.Node_ExplainStmt:
+		return "an EXPLAIN statement"
+	case *pg.Node_CreateTableAsStmt:
+		return "a CREATE TABLE AS statement"
+	}
+	// The oneof field's message name, e.g. CreateStmt, TruncateStmt.
+	name := "a statement"
+	n.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.Message() != nil {
+			name = "a " + string(fd.Message().Name())
+		}
+		return false
+	})
+	return name
+}
