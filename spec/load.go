@@ -68,7 +68,7 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "cannot read: %v", err)
 		return nil, nil, ds
 	}
-	src := strings.Split(string(raw), "\n")
+	src := lineBreak.Split(string(raw), -1)
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil {
@@ -88,11 +88,33 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 	if dec.Decode(&extra) == nil {
 		ds.Errorf("RW100", diag.Pos{File: file, Line: extra.Line, Column: extra.Column}, "keep one pipeline per file", "the file holds more than one YAML document")
 	}
+	if a := findAlias(&doc); a != nil {
+		ds.Errorf("RW100", diag.Pos{File: file, Line: a.Line, Column: a.Column}, "write the value out where it is used",
+			"YAML aliases (*%s) are not supported in rwc files: every value must be visible where it applies", a.Value)
+		return nil, src, ds
+	}
 	duplicateKeys(&doc, file, &ds)
 	return &doc, src, ds
 }
 
+// lineBreak is YAML's idea of a line break, so line numbers agree with it.
+var lineBreak = regexp.MustCompile(`\r\n|\r|\n`)
+
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+):`)
+
+// findAlias returns the first alias node. Aliases can make a document
+// refer to itself, and a spec should read the same as it is written.
+func findAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := findAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
+}
 
 func duplicateKeys(n *yaml.Node, file string, ds *diag.List) {
 	if n.Kind == yaml.MappingNode {

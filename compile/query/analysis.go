@@ -101,10 +101,11 @@ type Lineage struct {
 	FromStar bool
 	// Source is set when Kind is Plain: the base column the value is.
 	Source *ColumnSource
-	// InGroupBy: when the level that produces the column groups, whether the
-	// column is a grouping key (same expression, same column or equivalent
-	// through join equalities, output position, or output alias). A key that
-	// is only inside ROLLUP / CUBE / GROUPING SETS does not count.
+	// InGroupBy: when the top-level query groups (Analysis.Aggregates),
+	// whether the column is a grouping key (same expression, same column or
+	// one equal to it through joins, output position, or output alias). A
+	// key only inside ROLLUP / CUBE / GROUPING SETS does not count. For a
+	// set operation: a key in every arm that groups.
 	InGroupBy bool
 	// Exposed are the base-table scans a predicate on this column can be
 	// applied to without changing the result: the source itself and every
@@ -126,7 +127,8 @@ type ColumnSource struct {
 	Table  TableRef
 	Column string
 	// Ref references the value in the top-level query's scope, e.g. `o.date`,
-	// `s.date` for a subquery s, or `date` when the table is unknown.
+	// `s.date` for a subquery s, or `date` when the table is unknown. For a
+	// set operation it is the leftmost arm's Source, in that arm's scope.
 	Ref string
 }
 

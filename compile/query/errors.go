@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"regexp"
+	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/pganalyze/pg_query_go/v6/parser"
@@ -45,13 +46,21 @@ const groupByAllHint = "PostgreSQL has no GROUP BY ALL; list the grouping column
 func parseError(sql string, err error) *SyntaxError {
 	se := &SyntaxError{Offset: -1, Message: err.Error(), Reason: ReasonSyntax}
 	var pe *parser.Error
-	if errors.As(err, &pe) && pe.Cursorpos > 0 {
+	switch {
+	case !errors.As(err, &pe):
+		// Not PostgreSQL's verdict but decoding the tree failed, in
+		// practice because it nests deeper than protobuf allows.
+		se.Message = "cannot analyse the query: " + se.Message
+		se.Hint = "the query is nested too deeply; simplify it"
+		return se
+	case pe.Cursorpos > 0:
 		se.Offset = cursorToOffset(sql, pe.Cursorpos)
 	}
 	// In PostgreSQL `GROUP BY ALL a, b` is valid (ALL is a noise word), so
-	// the hint is only for a failed parse, and only when the failure is at or
-	// after ALL: an earlier typo is a different problem.
-	if at := groupByAll(sql); at >= 0 && (se.Offset < 0 || se.Offset >= at) {
+	// the hint is only for a parse that failed right after ALL, where the
+	// grouping list should have started; an error elsewhere is another
+	// problem.
+	if at, next := groupByAll(sql); at >= 0 && (se.Offset < 0 || se.Offset == next || (next == len(sql) && se.Offset >= at)) {
 		se.Offset = at
 		se.Message = "GROUP BY ALL is not supported by PostgreSQL (" + se.Message + ")"
 		se.Hint = groupByAllHint
@@ -91,17 +100,22 @@ func utf8LeadLen(b byte) int {
 
 var groupByAllRE = regexp.MustCompile(`(?is)\bgroup\s+by\s+(all)\b`)
 
-// groupByAll returns the byte offset of ALL in the first `GROUP BY ALL`, or
-// -1. It uses PostgreSQL's scanner so that the words inside comments and
-// string literals do not count; if the text does not even scan, it falls
-// back to a regular expression.
-func groupByAll(sql string) int {
+// groupByAll returns the byte offsets of ALL in the first `GROUP BY ALL`
+// and of the token after it (len(sql) if none), or -1. It uses PostgreSQL's
+// scanner so that words inside comments and string literals do not count;
+// if the text does not even scan, it falls back to a regular expression.
+func groupByAll(sql string) (at, next int) {
 	res, err := pg.Scan(sql)
 	if err != nil {
-		if m := groupByAllRE.FindStringSubmatchIndex(sql); m != nil {
-			return m[2]
+		m := groupByAllRE.FindStringSubmatchIndex(sql)
+		if m == nil {
+			return -1, -1
 		}
-		return -1
+		next = m[3]
+		for next < len(sql) && strings.ContainsRune(" \t\r\n\f", rune(sql[next])) {
+			next++
+		}
+		return m[2], next
 	}
 	var toks []*pg.ScanToken
 	for _, t := range res.GetTokens() {
@@ -111,8 +125,12 @@ func groupByAll(sql string) int {
 	}
 	for i := 0; i+2 < len(toks); i++ {
 		if toks[i].GetToken() == pg.Token_GROUP_P && toks[i+1].GetToken() == pg.Token_BY && toks[i+2].GetToken() == pg.Token_ALL {
-			return int(toks[i+2].GetStart())
+			next = len(sql)
+			if i+3 < len(toks) {
+				next = int(toks[i+3].GetStart())
+			}
+			return int(toks[i+2].GetStart()), next
 		}
 	}
-	return -1
+	return -1, -1
 }

@@ -37,11 +37,16 @@ func (a *Analysis) Lineage(column string) Lineage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	t := q.traceQuery(q.top, column, 0)
+	var src *ColumnSource
+	if t.source != nil {
+		c := *t.source // traces are cached: hand out copies
+		src = &c
+	}
 	return Lineage{
 		Found:      t.found,
 		Kind:       t.kind,
 		FromStar:   t.fromStar,
-		Source:     t.source,
+		Source:     src,
 		InGroupBy:  t.inGroupBy,
 		Exposed:    slices.Clone(t.exposed),
 		NotExposed: slices.Clone(t.notExposed),
@@ -160,21 +165,27 @@ func (l *level) trace(name string, depth int) *trace {
 		res.source = &ColumnSource{Column: lastString(cr.GetFields()), Ref: refText(cr)}
 		return res
 	}
+	// Prefer the qualified reference; where there is none (hidden by a join
+	// alias), the reference as written is valid where it is written.
+	ref, qualified := l.refFor(k)
+	if !qualified {
+		ref = refText(cr)
+	}
 	it := l.items[k.item]
 	switch it.kind {
 	case itemTable:
-		res.source = &ColumnSource{Table: *it.table, Column: k.col, Ref: columnRef(it.refname, k.col)}
+		res.source = &ColumnSource{Table: *it.table, Column: k.col, Ref: ref}
 	case itemDerived:
 		inner := l.traceItem(k, depth)
 		res.fromStar = res.fromStar || inner.fromStar
-		if !inner.found || inner.kind != Plain {
+		if !inner.found || inner.kind != Plain || inner.source == nil {
 			res.kind = Expression
-			if inner.found {
+			if inner.found && inner.kind != Plain {
 				res.kind = inner.kind
 			}
 			return res
 		}
-		res.source = &ColumnSource{Table: inner.source.Table, Column: inner.source.Column, Ref: columnRef(it.refname, k.col)}
+		res.source = &ColumnSource{Table: inner.source.Table, Column: inner.source.Column, Ref: ref}
 	default:
 		// A function's or a renamed table's column: a value rwc cannot see
 		// into.
@@ -206,16 +217,20 @@ func (l *level) trace(name string, depth int) *trace {
 // condition is not copied across those.
 func (l *level) exposures(m colKey, depth int) []Exposure {
 	it := l.items[m.item]
+	ref, ok := l.refFor(m)
+	if !ok {
+		return nil
+	}
 	switch it.kind {
 	case itemTable:
-		return []Exposure{{Table: *it.table, Column: m.col, Ref: columnRef(it.refname, m.col)}}
+		return []Exposure{{Table: *it.table, Column: m.col, Ref: ref}}
 	case itemDerived:
-		if it.refname == "" || (it.cte != nil && !it.cte.inlined()) {
+		if it.cte != nil && !it.cte.inlined() {
 			return nil
 		}
 		t := l.traceItem(m, depth)
 		if t.found && t.kind == Plain && t.pushable {
-			return []Exposure{{Table: t.source.Table, Column: t.source.Column, Ref: columnRef(it.refname, m.col)}}
+			return []Exposure{{Table: t.source.Table, Column: t.source.Column, Ref: ref}}
 		}
 	}
 	return nil

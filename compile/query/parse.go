@@ -137,14 +137,30 @@ func statementKind(n *pg.Node) string {
 		return "an EXPLAIN statement"
 	case *pg.Node_CreateTableAsStmt:
 		return "a CREATE TABLE AS statement"
+	case *pg.Node_CreateStmt:
+		return "a CREATE TABLE statement"
+	case *pg.Node_VariableSetStmt:
+		return "a SET statement"
 	}
-	// The oneof field's message name, e.g. CreateStmt, TruncateStmt.
-	name := "a statement"
+	// Otherwise the node's message name: TruncateStmt → "a TRUNCATE statement".
+	name := ""
 	n.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
 		if fd.Message() != nil {
-			name = "a " + string(fd.Message().Name())
+			name = string(fd.Message().Name())
 		}
 		return false
 	})
-	return name
+	name = strings.TrimSuffix(name, "Stmt")
+	if name == "" {
+		return "not a statement rwc knows"
+	}
+	var words []string
+	start := 0
+	for i := 1; i <= len(name); i++ {
+		if i == len(name) || (name[i] >= 'A' && name[i] <= 'Z') {
+			words = append(words, strings.ToUpper(name[start:i]))
+			start = i
+		}
+	}
+	return "a " + strings.Join(words, " ") + " statement"
 }

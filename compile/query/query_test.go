@@ -339,6 +339,13 @@ var analyzeCases = []analyzeCase{
 		lineage: map[string]string{"date": `plain src=shop.Order.date ref="Order".date exposed=shop.Order:"Order".date,shop.Order:"user".date`},
 	},
 	{
+		name:    "join alias hides the tables inside",
+		sql:     "SELECT j.date FROM (facts f JOIN days d USING (date)) j JOIN x ON x.date = j.date",
+		cols:    []string{"date plain"},
+		tables:  []string{"facts", "days", "x"},
+		lineage: map[string]string{"date": "plain src=facts.date ref=j.date exposed=facts:j.date,x:x.date not=days"},
+	},
+	{
 		name:    "three-part column reference",
 		sql:     "SELECT shop.orders.date FROM shop.orders",
 		cols:    []string{"date plain"},
@@ -574,6 +581,38 @@ func TestLineageOffsets(t *testing.T) {
 			t.Errorf("table offset points at %q", sql[e.Table.Offset:])
 		}
 	}
+}
+
+// Big generated queries must stay fast: traces are memoised, so a chain of
+// CTEs that each read the previous one twice is linear, not exponential.
+func TestBigQueries(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("WITH c0 AS (SELECT date FROM base)")
+	for i := 1; i < 40; i++ {
+		fmt.Fprintf(&b, ", c%d AS (SELECT x.date FROM c%d x JOIN c%d y ON x.date = y.date)", i, i-1, i-1)
+	}
+	b.WriteString(" SELECT date FROM c39")
+	checkLineage(t, b.String(), "date", "plain src=base.date ref=c39.date not=base") // c1…c38 are read twice: materialised
+
+	nested := strings.Repeat("SELECT date FROM (", 300) + "SELECT date FROM inner_t" + strings.Repeat(") s", 300)
+	checkLineage(t, nested, "date", "plain src=inner_t.date ref=s.date exposed=inner_t:s.date")
+
+	// A table under a long operator chain is still found.
+	long := "SELECT " + strings.Repeat("a || ", 2000) + "(SELECT max(z) FROM deep) AS v FROM t"
+	a, serr := Analyze(long)
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	eq(t, "tables", len(a.Tables), 2)
+}
+
+func checkLineage(t *testing.T, sql, col, want string) {
+	t.Helper()
+	a, serr := Analyze(sql)
+	if serr != nil {
+		t.Fatalf("Analyze: %+v", *serr)
+	}
+	eq(t, "lineage of "+col, renderLineage(a.Lineage(col)), want)
 }
 
 func TestFingerprint(t *testing.T) {

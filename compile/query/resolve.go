@@ -61,6 +61,28 @@ func preservesRight(j *pg.JoinExpr) bool {
 	return j.GetJointype() == pg.JoinType_JOIN_INNER || j.GetJointype() == pg.JoinType_JOIN_RIGHT
 }
 
+// refFor renders a reference to column k valid at this level (outside any
+// join), or false when there is none: an item hidden by a join alias is
+// reachable only through the alias, and only if the alias's column is k
+// itself; a subquery without an alias has no name at all.
+func (l *level) refFor(k colKey) (string, bool) {
+	it := l.items[k.item]
+	if h := it.hider; h != nil {
+		a := h.join.GetAlias()
+		if len(a.GetColnames()) > 0 {
+			return "", false
+		}
+		if m, st := l.lookup(h, k.col); st != found || m != k {
+			return "", false
+		}
+		return columnRef(a.GetAliasname(), k.col), true
+	}
+	if it.refname == "" {
+		return "", false
+	}
+	return columnRef(it.refname, k.col), true
+}
+
 // resolve finds the FROM item column a reference denotes at this level.
 func (l *level) resolve(cr *pg.ColumnRef) (colKey, bool) {
 	return l.resolveIn(l.trees, cr)

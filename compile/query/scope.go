@@ -30,6 +30,10 @@ type fromItem struct {
 	// when complete is true (a subquery without `*`).
 	known    map[string]bool
 	complete bool
+	// hider is the outermost join with an alias around the item: `(a JOIN
+	// b …) AS j` hides a and b, so outside the join their columns can only
+	// be referenced as j.col.
+	hider *fromTree
 }
 
 // fromTree mirrors the FROM clause: leaves are items, inner nodes joins.
@@ -89,6 +93,11 @@ func (l *level) addFrom(n *pg.Node) *fromTree {
 		t.left, t.right = l.addFrom(j.GetLarg()), l.addFrom(j.GetRarg())
 		if j.GetQuals() != nil {
 			l.quals = append(l.quals, j.GetQuals())
+		}
+		if j.GetAlias() != nil {
+			for _, i := range l.leaves([]*fromTree{t}) {
+				l.items[i].hider = t
+			}
 		}
 		return t
 	case *pg.Node_RangeVar:

@@ -5,13 +5,18 @@ import (
 	"reflect"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 )
 
 // DateType is rwc's calendar date: a day, with no time of day and no zone,
-// exactly what a PostgreSQL `date` column holds.
-var DateType = types.NewOpaqueType("rwc.date")
+// exactly what a PostgreSQL `date` column holds. It has the Comparer trait:
+// the standard library's <, <=, >, >= bind one implementation for all types
+// (calling Compare on values whose type has that trait), and a function with
+// such a binding cannot take overloads with bindings of their own.
+var DateType = cel.ObjectType("rwc.date", traits.ComparerType)
 
 // Date counts days since 1970-01-01. It implements ref.Val so CEL can carry
 // it, and traits.Comparer so the comparison operators work on it.

@@ -41,15 +41,10 @@ func buildEnv(version int) (*cel.Env, error) {
 		return nil, fmt.Errorf("predicate language version %d is unknown to this rwc (it knows 1..%d)", version, EnvVersion)
 	}
 	dateT := DateType
-	cmp := func(name, id string, f func(int) bool) cel.EnvOption {
-		return cel.Function(name, cel.Overload(id+"_date", []*cel.Type{dateT, dateT}, cel.BoolType,
-			cel.BinaryBinding(func(a, b ref.Val) ref.Val {
-				c, ok := a.(Date).Compare(b).(types.Int)
-				if !ok {
-					return types.MaybeNoSuchOverloadErr(b)
-				}
-				return types.Bool(f(int(c)))
-			})))
+	// Date comparisons are declared for the checker only: at run time the
+	// standard library's comparison calls Date.Compare (see DateType).
+	cmp := func(name, id string) cel.EnvOption {
+		return cel.Function(name, cel.Overload(id+"_date", []*cel.Type{dateT, dateT}, cel.BoolType))
 	}
 	return cel.NewEnv(
 		cel.ClearMacros(),
@@ -57,10 +52,10 @@ func buildEnv(version int) (*cel.Env, error) {
 		cel.ParserExpressionSizeLimit(maxExprSize),
 		cel.ParserRecursionLimit(maxRecursion),
 		cel.Types(DateType),
-		cmp(operators.Less, "less", func(c int) bool { return c < 0 }),
-		cmp(operators.LessEquals, "less_equals", func(c int) bool { return c <= 0 }),
-		cmp(operators.Greater, "greater", func(c int) bool { return c > 0 }),
-		cmp(operators.GreaterEquals, "greater_equals", func(c int) bool { return c >= 0 }),
+		cmp(operators.Less, "less"),
+		cmp(operators.LessEquals, "less_equals"),
+		cmp(operators.Greater, "greater"),
+		cmp(operators.GreaterEquals, "greater_equals"),
 		cel.Function("date", cel.Overload("date_string", []*cel.Type{cel.StringType}, dateT,
 			cel.UnaryBinding(func(v ref.Val) ref.Val {
 				d, err := ParseDate(string(v.(types.String)))

@@ -1,0 +1,66 @@
+package spec
+
+import (
+	"encoding/json"
+	"sort"
+	"testing"
+
+	"github.com/rwc-dev/rwc/schemas"
+)
+
+// TestSchemasMatchLoader keeps the JSON Schemas and the loader in step:
+// every key the loader reads is in the schema and every key the schema
+// allows is read by the loader.
+func TestSchemasMatchLoader(t *testing.T) {
+	var pipeline, backfill map[string]any
+	if err := json.Unmarshal(schemas.Pipeline, &pipeline); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(schemas.Backfill, &backfill); err != nil {
+		t.Fatal(err)
+	}
+	table := dig(t, pipeline, "$defs", "table")
+	for _, c := range []struct {
+		name   string
+		schema map[string]any
+		keys   []string
+	}{
+		{"pipeline", pipeline, PipelineKeys},
+		{"table", table, TableKeys},
+		{"properties", dig(t, table, "properties", "properties"), PropertyKeys},
+		{"backfill", backfill, BackfillKeys},
+	} {
+		if c.schema["additionalProperties"] != false {
+			t.Errorf("%s: the schema must forbid unknown keys (additionalProperties: false)", c.name)
+		}
+		props := dig(t, c.schema, "properties")
+		var inSchema []string
+		for k := range props {
+			inSchema = append(inSchema, k)
+		}
+		sort.Strings(inSchema)
+		loader := append([]string(nil), c.keys...)
+		sort.Strings(loader)
+		if len(inSchema) != len(loader) {
+			t.Errorf("%s: schema keys %v, loader keys %v", c.name, inSchema, loader)
+			continue
+		}
+		for i := range loader {
+			if inSchema[i] != loader[i] {
+				t.Errorf("%s: schema keys %v, loader keys %v", c.name, inSchema, loader)
+				break
+			}
+		}
+	}
+}
+
+func dig(t *testing.T, m map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			t.Fatalf("schema has no %v", path)
+		}
+		m = next
+	}
+	return m
+}
