@@ -1,7 +1,40 @@
 #!/usr/bin/env bash
-# The demo: lint the example pipelines. (Planning and applying them on the
-# embedded PostgreSQL arrive with the runner.)
+# The demo: the example pipelines on the embedded local PostgreSQL, from
+# lint to a backfill, in under a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== rwc lint pipelines"
-bin/rwc lint pipelines
+rwc=bin/rwc
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "rwc lint pipelines"
+$rwc lint pipelines
+
+step "rwc local start   (PostgreSQL under .rwc/, started on first use)"
+url=$($rwc local start)
+echo "$url"
+
+step "load sample sources (pipelines/sample-data.sql)"
+psql -q -X -v ON_ERROR_STOP=1 "$url" -f pipelines/sample-data.sql >/dev/null 2>&1
+
+step "rwc apply"
+$rwc apply
+
+step "late data arrives for yesterday; rwc apply recomputes only the windows"
+psql -q -X "$url" -c "INSERT INTO clickstream_events SELECT 10000000 + i, current_date - 1, '/late', i FROM generate_series(1, 500) i"
+$rwc apply
+
+step "a one-off backfill of the clickstream's last 20 days"
+$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20)"
+
+step "a full refresh of sales_daily is refused (reset_allowed: false)"
+$rwc refresh sales_daily --full || true
+
+step "rwc status"
+$rwc status
+
+step "rwc events clickstream_daily"
+$rwc events clickstream_daily
+
+step "the result: page views of the last 3 days"
+psql -X "$url" -c "SELECT event_date, page, views, sessions FROM analytics.clickstream_daily WHERE event_date >= current_date - 2 ORDER BY 1, 2"
+echo "(stop the local PostgreSQL with: bin/rwc local stop)"

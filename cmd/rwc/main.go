@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -40,15 +41,15 @@ rows in the window, atomically, and leaves everything else untouched.`,
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL (default $RWC_DATABASE_URL, else the local PostgreSQL under .rwc/)")
 	root.PersistentFlags().StringVarP(&g.dir, "chdir", "C", "", "run as if rwc was started in `DIR`")
-	root.AddCommand(newLintCmd(g))
+	root.AddCommand(newLintCmd(g), newApplyCmd(g), newRefreshCmd(g), newStatusCmd(g), newEventsCmd(g), newLocalCmd(g))
 	return root
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(execute(os.Args[1:]))
 }
 
-func run(args []string) int {
+func execute(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()
@@ -62,3 +63,6 @@ func run(args []string) int {
 	fmt.Fprintf(os.Stderr, "rwc: %v\n", err)
 	return 1
 }
+
+// timeNow is the clock commands resolve current_date() with.
+var timeNow = time.Now

@@ -9,7 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Exit(testscript.RunMain(m, map[string]func() int{
-		"rwc": func() int { return run(os.Args[1:]) },
+		"rwc": func() int { return execute(os.Args[1:]) },
 	}))
 }
 

@@ -37,7 +37,7 @@ func TestCompileSQL(t *testing.T) {
 		{`code.endsWith('x')`, `(right("code", char_length('x')) = 'x')`},
 		{`region.contains(code)`, `(strpos("region", "code") > 0)`},
 		{`price > 10 && ratio < 0.5 && score != 2`, `((("price" > (10::numeric)) AND ("ratio" < float8 '0.5')) AND ("score" <> float8 '2'))`},
-		{`qty >= -3 && qty < 2.5`, `(("qty" >= (-3)) AND ("qty" < (2.5::numeric)))`},
+		{`qty >= -3 && qty < 2.5`, `(("qty" >= (-3)) AND ("qty" < float8 '2.5'))`},
 		{`ts >= current_timestamp()`, `("ts" >= TIMESTAMPTZ '2026-11-29 23:30:00.123456+00')`},
 		{`local_ts < timestamp('2026-01-01T10:00:00+02:00')`, `("local_ts" < TIMESTAMP '2026-01-01 08:00:00')`},
 		{`local_ts < ts`, `(("local_ts" AT TIME ZONE 'UTC') < "ts")`},

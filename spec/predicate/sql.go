@@ -40,8 +40,8 @@ type renderer struct {
 }
 
 // expr renders e; peer is the other operand of a comparison, which decides
-// how a literal is typed (a double literal next to a real column is float8,
-// next to a numeric column it is an exact numeric).
+// how a literal is typed (a double literal next to a real or double column
+// or an int is float8, next to a numeric column it is an exact numeric).
 func (r *renderer) expr(e, peer *Expr) string {
 	switch e.Op {
 	case OpCol:
@@ -103,11 +103,16 @@ func (r *renderer) comparison(e *Expr) string {
 
 // operand renders one side of a comparison. A timestamp-without-time-zone
 // column compared with a timestamptz column is read as UTC, explicitly, so
-// the server's TimeZone setting cannot change the window.
+// the server's TimeZone setting cannot change the window. A numeric column
+// compared with an int is read as float8: CEL compares an int with a double
+// as doubles, so PostgreSQL must too (exactly, it would tell 2^53+1 from 2^53).
 func (r *renderer) operand(e, peer *Expr) string {
 	s := r.expr(e, peer)
 	if e.Op == OpCol && e.Col.Type.Family == pgtype.Timestamp && peer.Op == OpCol && peer.Col.Type.Family == pgtype.TimestampTZ {
 		return "(" + s + " AT TIME ZONE 'UTC')"
+	}
+	if e.Op == OpCol && e.Col.Type.Family == pgtype.Numeric && peer.Kind == KInt {
+		return "(" + s + "::float8)"
 	}
 	return s
 }
@@ -133,7 +138,9 @@ func (r *renderer) literal(e, peer *Expr) string {
 		return strconv.FormatInt(v, 10)
 	case float64:
 		s := strconv.FormatFloat(v, 'g', -1, 64)
-		if peerFamily == pgtype.Float {
+		// Next to an int, a double is float8 too: PostgreSQL then casts the
+		// int to float8, which is how CEL compares an int with a double.
+		if peerFamily == pgtype.Float || (peer != nil && peer.Kind == KInt) {
 			return "float8 '" + s + "'"
 		}
 		// An exact numeric: PostgreSQL reads it digit for digit.

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+func newRefreshCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var where, specs string
+	var full, explain bool
+	cmd := &cobra.Command{
+		Use:   "refresh FLOW...",
+		Short: "Refresh flows now; --where for a one-off predicate, --full to truncate and recompute",
+		Long: `Refresh the named flows now, each in one transaction.
+
+--where CEL recomputes exactly the rows the predicate selects, once, instead of
+the flow's window (a backfill); the flow's own predicate is unchanged.
+--full truncates the target and recomputes the window: every row outside the
+window is lost. rwc says how many first, and refuses when the table has
+properties: {reset_allowed: false}.
+--explain prints the SQL a refresh would run and changes nothing.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if full && where != "" {
+				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
+			}
+			p, err := loadClean(cmd, specs)
+			if err != nil {
+				return err
+			}
+			opts, err := rf.options(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var reqs []run.Request
+			for _, name := range args {
+				f := p.Flow(name)
+				if f == nil {
+					return fmt.Errorf("no flow %q in %s%s", name, specs, didYouMean(name, p))
+				}
+				req := run.Request{Flow: f, Mode: run.Window}
+				if full {
+					req.Mode = run.Full
+				}
+				if where != "" {
+					pr, ds := compileWhere(where, f)
+					if ds.HasErrors() {
+						diag.WriteText(cmd.ErrOrStderr(), ds, func(string) []string { return []string{where} })
+						return fmt.Errorf("--where has errors; nothing was changed")
+					}
+					req.Mode, req.Where = run.Override, pr
+				}
+				reqs = append(reqs, req)
+			}
+			if explain {
+				return explainRefresh(cmd, reqs, opts)
+			}
+			db, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r := run.New(db, opts)
+			failed := 0
+			for _, req := range reqs {
+				res := r.Refresh(cmd.Context(), req)
+				printResult(cmd.OutOrStdout(), res)
+				if res.Err != nil {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
+	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
+	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
+	rf.add(cmd)
+	return cmd
+}
+
+// compileWhere compiles a --where predicate against a flow; positions are
+// in the flag's text, shown as "--where:1:5".
+func compileWhere(text string, f *compile.Flow) (*predicate.Predicate, diag.List) {
+	cols := make([]predicate.Column, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
+	}
+	p, issues := predicate.Compile(text, cols)
+	var ds diag.List
+	for _, is := range issues {
+		ds.Errorf(is.Code, diag.Pos{File: "--where", Line: is.At.Line, Column: is.At.Column}, is.Hint, "%s", is.Message)
+	}
+	return p, ds
+}
+
+func didYouMean(name string, p *compile.Project) string {
+	var names []string
+	for _, f := range p.Flows {
+		names = append(names, f.Name())
+	}
+	if best := diag.Closest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) error {
+	out := cmd.OutOrStdout()
+	for _, req := range reqs {
+		pr := req.Flow.Predicate
+		if req.Mode == run.Override {
+			pr = req.Where
+		}
+		resolved, err := pr.Resolve(predicate.Resolution{Now: timeNow(), Zone: opts.Zone})
+		if err != nil {
+			return err
+		}
+		s, err := req.Flow.Statements(resolved, req.Mode == run.Full)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "-- flow %s: window %s\n", req.Flow.Name(), s.PredicateCEL)
+		if len(s.PushedTo) > 0 {
+			fmt.Fprintf(out, "-- predicate pushed to: %v\n", s.PushedTo)
+		}
+		fmt.Fprintf(out, "BEGIN;\n")
+		for _, st := range s.List() {
+			fmt.Fprintf(out, "%s;\n", st)
+		}
+		fmt.Fprintf(out, "COMMIT;\n\n")
+	}
+	return nil
+}

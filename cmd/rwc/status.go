@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rwc-dev/rwc/run"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the deployed commit and each flow's window, last refresh and reasons",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
+			db, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			st, err := run.ReadStatus(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			switch {
+			case st.DeployedAt == nil:
+				fmt.Fprintln(out, "deployed: nothing yet (run rwc apply)")
+			default:
+				commit := st.Commit
+				if commit == "" {
+					commit = "(no git commit)"
+				}
+				if st.Dirty {
+					commit += " + uncommitted changes"
+				}
+				fmt.Fprintf(out, "deployed: %s by %s at %s\n", commit, st.DeployedBy, st.DeployedAt.Format(time.RFC3339))
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FLOW\tTARGET\tLAST REFRESH\tLAST ACTION\tWINDOW")
+			for _, f := range st.Flows {
+				last := "never"
+				if f.LastRefreshAt != nil {
+					last = f.LastRefreshAt.Format(time.RFC3339)
+				}
+				action := f.LastAction
+				if len(f.LastReasons) > 0 {
+					action += " (" + strings.Join(f.LastReasons, ", ") + ")"
+				}
+				if f.LastError != "" {
+					action = "FAILED: " + firstLine(f.LastError)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, action, f.PredicateCEL)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+func newEventsCmd(g *globals) *cobra.Command {
+	var format string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "events [FLOW]",
+		Short: "Show the refresh log (one planning_information record per refresh)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
+			db, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			flow := ""
+			if len(args) == 1 {
+				flow = args[0]
+			}
+			evs, err := run.Events(cmd.Context(), db, flow, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				if evs == nil {
+					evs = []run.Event{}
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(evs)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW")
+			for _, e := range evs {
+				action := e.Action
+				if e.Error != "" {
+					action += " FAILED: " + e.Error
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
+					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, e.PredicateCEL)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().IntVar(&limit, "limit", 100, "show at most this many of the latest events")
+	return cmd
+}
+
+func checkFormat(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("--format %q: choose %s", format, strings.Join(allowed, " or "))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,106 @@
+package compile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// Statements is the SQL of one refresh, in the order it runs. It is what a
+// plan shows and exactly what the runner executes.
+type Statements struct {
+	Target       string   // quoted schema.table
+	PredicateSQL string   // the window, resolved
+	PredicateCEL string   // the window as resolved CEL, for the state
+	CreateSchema string   // CREATE SCHEMA IF NOT EXISTS
+	CreateTable  string   // the target, from columns:
+	Delete       string   // DELETE the window ("" for a full refresh)
+	Truncate     string   // TRUNCATE for a full refresh ("" otherwise)
+	Insert       string   // INSERT BY NAME, predicate pushed down
+	CountOutside string   // rows a full refresh loses: outside the window
+	PushedTo     []string // sources the predicate was pushed to
+}
+
+// List returns the statements that change data, in order, for display.
+func (s Statements) List() []string {
+	var out []string
+	for _, x := range []string{s.Truncate, s.Delete, s.Insert} {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Target is the quoted, schema-qualified target table name.
+func (f *Flow) Target() string {
+	return pq.QuoteIdentifier(f.Table.Pipeline.Schema) + "." + pq.QuoteIdentifier(f.Table.Name)
+}
+
+// Statements renders a refresh of f with the resolved predicate p: the
+// flow's own window, or a backfill's. full truncates instead of deleting.
+func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error) {
+	where, err := p.SQL(nil)
+	if err != nil {
+		return Statements{}, err
+	}
+	t := f.Table
+	cols := make([]string, len(t.Columns))
+	defs := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = pq.QuoteIdentifier(c.Name)
+		defs[i] = cols[i] + " " + c.Type.Canonical
+	}
+	s := Statements{
+		Target:       f.Target(),
+		PredicateSQL: where,
+		PredicateCEL: p.Root.CEL(),
+		CreateSchema: "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
+		CreateTable:  fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
+		CountOutside: fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
+	}
+	src, pushed := f.pushedQuery(p)
+	s.PushedTo = pushed
+	list := strings.Join(cols, ", ")
+	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, src, where)
+	if full {
+		s.Truncate = "TRUNCATE " + s.Target
+	} else {
+		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
+	}
+	return s, nil
+}
+
+// pushedQuery applies the predicate to every source that exposes its
+// columns (design §4): PostgreSQL pushes the outer WHERE into the subquery
+// and below GROUP BY itself, but it does not carry a range condition across
+// a join's equality, so each member of the column's equivalence class gets
+// its own copy. When the predicate cannot be pushed, the query is used as
+// written and the outer WHERE alone selects the window.
+func (f *Flow) pushedQuery(p *predicate.Predicate) (string, []string) {
+	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
+	if f.Query == nil || p.Determinism == predicate.NonDeterministic {
+		return q, nil
+	}
+	var conds, pushed []string
+	for _, target := range f.Query.Pushable(p.Columns) {
+		cond, err := p.SQL(func(col string) string { return target.Refs[col] })
+		if err != nil {
+			return q, nil
+		}
+		conds = append(conds, cond)
+		pushed = append(pushed, tableName(target.Table))
+	}
+	if len(conds) == 0 {
+		return q, nil
+	}
+	out, err := query.WithConditions(q, conds)
+	if err != nil {
+		return q, nil
+	}
+	return out, pushed
+}

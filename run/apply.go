@@ -1,0 +1,63 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rwc-dev/rwc/compile"
+)
+
+// Deployment is what `rwc apply` records once every flow is refreshed.
+type Deployment struct {
+	Commit string // "" outside a git work tree
+	Dirty  bool
+	By     string
+	// Specs is a snapshot of every spec file, by path, so later plans can
+	// diff against it even where the commit is not available.
+	Specs map[string]string
+}
+
+// Apply refreshes every flow in dependency order and records the
+// deployment when all succeeded. A flow whose dependency failed is skipped:
+// refreshing it would read a target that is not up to date.
+func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, each func(Result)) ([]Result, error) {
+	var results []Result
+	failed := map[string]bool{}
+	for _, f := range p.Flows {
+		var res Result
+		var blocked string
+		for _, d := range f.DependsOn {
+			if failed[d.Name()] {
+				blocked = d.Name()
+			}
+		}
+		if blocked != "" {
+			res = Result{Flow: f.Name(), Action: "skipped", Reasons: []string{},
+				Err: fmt.Errorf("skipped: it reads the target of %s, whose refresh failed", blocked)}
+		} else {
+			res = r.Refresh(ctx, Request{Flow: f, Mode: Window})
+		}
+		if res.Err != nil {
+			failed[f.Name()] = true
+		}
+		results = append(results, res)
+		if each != nil {
+			each(res)
+		}
+	}
+	if len(failed) > 0 {
+		return results, fmt.Errorf("%d of %d flows failed; the deployment was not recorded", len(failed), len(p.Flows))
+	}
+	return results, r.recordDeployment(ctx, dep)
+}
+
+func (r *Runner) recordDeployment(ctx context.Context, dep Deployment) error {
+	specs, err := json.Marshal(dep.Specs)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.ExecContext(ctx, `INSERT INTO rwc.deployments (commit, dirty, deployed_by, specs) VALUES (NULLIF($1, ''), $2, $3, $4)`,
+		dep.Commit, dep.Dirty, dep.By, string(specs))
+	return err
+}

@@ -1,0 +1,384 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// Reason codes (design §1) that a refresh records.
+const (
+	FirstRefresh                  = "FIRST_REFRESH"
+	QueryChanged                  = "QUERY_CHANGED"
+	NotDeterministic              = "REPLACE_WHERE_NOT_DETERMINISTIC"
+	PriorNotDeterministic         = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
+	PriorPredicateMissing         = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
+	Backfill                      = "REPLACE_WHERE_BACKFILL"
+	FullRefreshRequested          = "FULL_REFRESH_REQUESTED"
+	ActionCreate                  = "create"
+	ActionRecomputeWindow         = "recompute_window"
+	ActionFullRefresh             = "full_refresh"
+	ActionBackfill                = "backfill"
+	defaultLockTimeout            = 30 * time.Second
+	eventKindPlanningInformation  = "planning_information"
+	eventKindRefreshFailed        = "refresh_failed"
+	advisoryNamespace             = "rwc.flow:"
+)
+
+// Mode is what a refresh recomputes.
+type Mode int
+
+const (
+	Window   Mode = iota // the flow's own predicate
+	Override             // a one-off predicate (backfill)
+	Full                 // truncate, then the flow's own predicate
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Zone is where current_date() is read; nil means UTC.
+	Zone *time.Location
+	// Now is the refresh time; nil means time.Now.
+	Now func() time.Time
+	// LockTimeout bounds the wait for a flow's lock and for table locks;
+	// StatementTimeout bounds each statement. Zero: 30s and none.
+	LockTimeout, StatementTimeout time.Duration
+	// Log receives one line per notable step (may be nil).
+	Log io.Writer
+}
+
+// Runner refreshes flows on one database.
+type Runner struct {
+	db   *sql.DB
+	opts Options
+}
+
+// New returns a Runner; call Migrate once before refreshing.
+func New(db *sql.DB, opts Options) *Runner {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = defaultLockTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	return &Runner{db: db, opts: opts}
+}
+
+// Request is one refresh to run.
+type Request struct {
+	Flow *compile.Flow
+	Mode Mode
+	// Where is the override predicate (Mode Override), compiled against the
+	// flow's columns and not yet resolved.
+	Where *predicate.Predicate
+}
+
+// Result is what one refresh did; it is also the event log's record.
+type Result struct {
+	Flow         string        `json:"flow"`
+	Action       string        `json:"action"`
+	Reasons      []string      `json:"reasons"`
+	PredicateCEL string        `json:"predicate_cel"`
+	PredicateSQL string        `json:"predicate_sql"`
+	RowsDeleted  int64         `json:"rows_deleted"`
+	RowsInserted int64         `json:"rows_inserted"`
+	RowsOutside  int64         `json:"rows_outside_window_lost,omitempty"`
+	StartedAt    time.Time     `json:"started_at"`
+	Duration     time.Duration `json:"-"`
+	Err          error         `json:"-"`
+}
+
+// flowState is a flow's row in rwc.flows.
+type flowState struct {
+	found         bool
+	targetOID     uint32
+	columns       string
+	fingerprint   string
+	predicateSQL  sql.NullString
+	determinism   sql.NullString
+	lastRefreshAt sql.NullTime
+}
+
+// Refresh runs one refresh in one transaction under the flow's advisory
+// lock: a failure or a kill at any point leaves the target and the state as
+// they were.
+func (r *Runner) Refresh(ctx context.Context, req Request) Result {
+	f := req.Flow
+	res := Result{Flow: f.Name(), StartedAt: r.opts.Now().UTC(), Reasons: []string{}}
+	start := time.Now()
+	err := r.refresh(ctx, req, &res)
+	res.Duration = time.Since(start)
+	if err != nil {
+		res.Err = err
+		var refused *Refusal
+		if !errors.As(err, &refused) {
+			r.recordFailure(ctx, &res)
+		}
+	}
+	return res
+}
+
+// Refusal is a refresh rwc declined to start (a user's request it will not
+// carry out); nothing was attempted, so nothing is logged as a failure.
+type Refusal struct{ msg string }
+
+func (r *Refusal) Error() string { return r.msg }
+
+func refuse(format string, args ...any) error { return &Refusal{fmt.Sprintf(format, args...)} }
+
+func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
+	f := req.Flow
+	if f.Predicate == nil || f.Query == nil {
+		return refuse("flow %s has lint errors; run rwc lint", f.Name())
+	}
+	if req.Mode == Full && !f.Table.ResetAllowed {
+		return refuse("flow %s has reset_allowed: false (%s): a full refresh would delete every row outside the window, so rwc refuses it; use rwc refresh %s --where to recompute a range",
+			f.Name(), f.Table.Pos, f.Name())
+	}
+	pred := f.Predicate
+	if req.Mode == Override {
+		pred = req.Where
+	}
+	resolved, err := pred.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+	if err != nil {
+		return err
+	}
+	stmts, err := f.Statements(resolved, req.Mode == Full)
+	if err != nil {
+		return err
+	}
+	res.PredicateCEL, res.PredicateSQL = stmts.PredicateCEL, stmts.PredicateSQL
+
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
+		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+f.Name()); err != nil {
+		if isLockTimeout(err) {
+			return fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s; nothing was changed", f.Name(), r.opts.LockTimeout)
+		}
+		return err
+	}
+	st, err := loadFlowState(ctx, tx, f.Name())
+	if err != nil {
+		return err
+	}
+	created, err := r.ensureTarget(ctx, tx, f, stmts, &st)
+	if err != nil {
+		return err
+	}
+	fingerprint, _ := query.Fingerprint(f.Table.Query.Value)
+	columns := columnsJSON(f)
+	res.Action, res.Reasons = r.classify(req, st, created, fingerprint, columns)
+
+	if req.Mode == Full {
+		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.opts.Log, "%s: full refresh deletes %d rows outside the window for good\n", f.Name(), res.RowsOutside)
+		var total int64
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+stmts.Target).Scan(&total); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, stmts.Truncate); err != nil {
+			return err
+		}
+		res.RowsDeleted = total
+	} else {
+		n, err := execCount(ctx, tx, stmts.Delete)
+		if err != nil {
+			return err
+		}
+		res.RowsDeleted = n
+	}
+	n, err := execCount(ctx, tx, stmts.Insert)
+	if err != nil {
+		return queryError(f, err)
+	}
+	res.RowsInserted = n
+
+	if req.Mode != Override {
+		// An override does not change the flow: its window, and the window
+		// the next refresh compares with, stay the flow's own.
+		if _, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = $3, predicate_cel = $4,
+			predicate_sql = $5, env_version = $6, determinism = $7, last_refresh_at = $8 WHERE flow = $1`,
+			f.Name(), columns, fingerprint, stmts.PredicateCEL, stmts.PredicateSQL, resolved.Version,
+			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
+			return err
+		}
+	}
+	if err := insertEvent(ctx, tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// classify decides the action and the reasons recorded for it. Every
+// refresh here recomputes its whole window; incremental refresh refines
+// this.
+func (r *Runner) classify(req Request, st flowState, created bool, fingerprint, columns string) (string, []string) {
+	reasons := []string{}
+	add := func(c string) { reasons = append(reasons, c) }
+	switch req.Mode {
+	case Full:
+		add(FullRefreshRequested)
+		return ActionFullRefresh, reasons
+	case Override:
+		add(Backfill)
+		return ActionBackfill, reasons
+	}
+	if created || !st.lastRefreshAt.Valid {
+		add(FirstRefresh)
+		return ActionCreate, reasons
+	}
+	if st.fingerprint != fingerprint || !sameJSON(st.columns, columns) {
+		add(QueryChanged)
+	}
+	if req.Flow.Predicate.Determinism == predicate.NonDeterministic {
+		add(NotDeterministic)
+	}
+	if st.determinism.String == predicate.NonDeterministic.String() {
+		add(PriorNotDeterministic)
+	}
+	if !st.predicateSQL.Valid {
+		add(PriorPredicateMissing)
+	}
+	return ActionRecomputeWindow, reasons
+}
+
+func loadFlowState(ctx context.Context, tx *sql.Tx, flow string) (flowState, error) {
+	var st flowState
+	err := tx.QueryRowContext(ctx, `SELECT target_oid, columns, query_fingerprint, predicate_sql, determinism, last_refresh_at
+		FROM rwc.flows WHERE flow = $1 FOR UPDATE`, flow).
+		Scan(&st.targetOID, &st.columns, &st.fingerprint, &st.predicateSQL, &st.determinism, &st.lastRefreshAt)
+	switch {
+	case err == sql.ErrNoRows:
+		return st, nil
+	case err != nil:
+		return st, err
+	}
+	st.found = true
+	return st, nil
+}
+
+// ensureTarget creates the target on first use and refuses a table rwc did
+// not create: adopting it would let a refresh delete rows nobody asked rwc
+// to manage.
+func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState) (bool, error) {
+	var oid sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
+		return false, err
+	}
+	switch {
+	case oid.Valid && !st.found:
+		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
+			s.Target, f.Table.Pos)
+	case oid.Valid && uint32(oid.Int64) != st.targetOID:
+		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
+			s.Target, f.Table.Pos)
+	case oid.Valid:
+		if !sameJSON(st.columns, columnsJSON(f)) {
+			return false, refuse("the columns of %s changed since it was created (%s); changing a target's columns needs rwc plan/apply's schema evolution", s.Target, f.Table.Pos)
+		}
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, s.CreateSchema); err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
+		return false, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
+		return false, err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
+		VALUES ($1, $2, $3, $4, $5, $6, '')
+		ON CONFLICT (flow) DO UPDATE SET pipeline = EXCLUDED.pipeline, target_schema = EXCLUDED.target_schema,
+			target_table = EXCLUDED.target_table, target_oid = EXCLUDED.target_oid, columns = EXCLUDED.columns,
+			query_fingerprint = '', predicate_cel = NULL, predicate_sql = NULL, last_refresh_at = NULL`,
+		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, oid.Int64, columnsJSON(f))
+	if err != nil {
+		return false, err
+	}
+	*st = flowState{found: true, targetOID: uint32(oid.Int64), columns: columnsJSON(f)}
+	return true, nil
+}
+
+func columnsJSON(f *compile.Flow) string {
+	type col struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	cols := make([]col, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = col{c.Name, c.Type.Canonical}
+	}
+	b, _ := json.Marshal(cols)
+	return string(b)
+}
+
+// sameJSON compares two JSON texts by value (jsonb reformats what it stores).
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return a == b
+	}
+	ax, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return string(ax) == string(by)
+}
+
+func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
+	r, err := tx.ExecContext(ctx, stmt)
+	if err != nil {
+		return 0, err
+	}
+	return r.RowsAffected()
+}
+
+func insertEvent(ctx context.Context, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, kind string, res *Result, d time.Duration, errText string) error {
+	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside})
+	_, err := q.ExecContext(ctx, `INSERT INTO rwc.events (flow, kind, action, reasons, predicate_cel, predicate_sql,
+		rows_deleted, rows_inserted, started_at, duration_ms, error, details)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)`,
+		res.Flow, kind, res.Action, pq.Array(res.Reasons), res.PredicateCEL, res.PredicateSQL,
+		res.RowsDeleted, res.RowsInserted, res.StartedAt, d.Milliseconds(), errText, string(details))
+	return err
+}
+
+// recordFailure logs a failed refresh outside its rolled-back transaction,
+// so the event log shows failures too. It is best effort: the refresh's own
+// error is what the user sees.
+func (r *Runner) recordFailure(ctx context.Context, res *Result) {
+	fail := *res
+	fail.RowsDeleted, fail.RowsInserted = 0, 0
+	if fail.Action == "" {
+		fail.Action = "failed"
+	}
+	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, res.Err.Error())
+}
+
+func isLockTimeout(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "57014")
+}

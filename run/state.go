@@ -1,0 +1,101 @@
+// Package run executes refreshes on PostgreSQL and keeps rwc's state there:
+// the schema rwc, with the deployed revision, each flow's last refresh and
+// the event log.
+package run
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// stateVersion is the newest state schema this rwc knows. Migrations only
+// add; an older rwc refuses a newer state rather than misreading it.
+const stateVersion = 1
+
+// migrations[i] takes the state schema from version i to i+1.
+var migrations = []string{
+	`CREATE TABLE rwc.deployments (
+		id          bigserial PRIMARY KEY,
+		commit      text,
+		dirty       boolean NOT NULL DEFAULT false,
+		deployed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+		deployed_by text NOT NULL,
+		specs       jsonb NOT NULL
+	);
+	CREATE TABLE rwc.flows (
+		flow              text PRIMARY KEY,
+		pipeline          text NOT NULL,
+		target_schema     text NOT NULL,
+		target_table      text NOT NULL,
+		target_oid        oid NOT NULL,
+		columns           jsonb NOT NULL,
+		query_fingerprint text NOT NULL,
+		predicate_cel     text,
+		predicate_sql     text,
+		env_version       integer,
+		determinism       text,
+		last_refresh_at   timestamptz,
+		created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+		UNIQUE (target_schema, target_table)
+	);
+	CREATE TABLE rwc.events (
+		id            bigserial PRIMARY KEY,
+		flow          text NOT NULL,
+		kind          text NOT NULL DEFAULT 'planning_information',
+		action        text NOT NULL,
+		reasons       text[] NOT NULL DEFAULT '{}',
+		predicate_cel text,
+		predicate_sql text,
+		rows_deleted  bigint,
+		rows_inserted bigint,
+		started_at    timestamptz NOT NULL,
+		duration_ms   bigint NOT NULL,
+		error         text,
+		details       jsonb NOT NULL DEFAULT '{}'
+	);
+	CREATE INDEX events_flow ON rwc.events (flow, id);`,
+}
+
+// migrateLock serialises concurrent migrations (two `rwc apply` at once on
+// a fresh database) on one advisory lock.
+const migrateLock = 0x7277630001 // "rwc" 0001
+
+// Migrate creates or upgrades the state schema. It is idempotent and safe to
+// run concurrently.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("state schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS rwc;
+		CREATE TABLE IF NOT EXISTS rwc.schema_version (version integer NOT NULL)`); err != nil {
+		return fmt.Errorf("state schema: %w", err)
+	}
+	var v int
+	err = tx.QueryRowContext(ctx, `SELECT version FROM rwc.schema_version`).Scan(&v)
+	switch {
+	case err == sql.ErrNoRows:
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.schema_version VALUES (0)`); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("state schema: %w", err)
+	}
+	if v > stateVersion {
+		return fmt.Errorf("the database's rwc state is version %d, newer than this rwc understands (%d): upgrade rwc", v, stateVersion)
+	}
+	for ; v < stateVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("state schema migration %d: %w", v+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE rwc.schema_version SET version = $1`, stateVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

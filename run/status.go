@@ -1,0 +1,114 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Event is one record of the refresh log.
+type Event struct {
+	ID           int64     `json:"id"`
+	Flow         string    `json:"flow"`
+	Kind         string    `json:"kind"`
+	Action       string    `json:"action"`
+	Reasons      []string  `json:"reasons"`
+	PredicateCEL string    `json:"predicate_cel"`
+	PredicateSQL string    `json:"predicate_sql"`
+	RowsDeleted  int64     `json:"rows_deleted"`
+	RowsInserted int64     `json:"rows_inserted"`
+	StartedAt    time.Time `json:"started_at"`
+	DurationMS   int64     `json:"duration_ms"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Events returns the refresh log, oldest first, for one flow or all ("").
+func Events(ctx context.Context, db *sql.DB, flow string, limit int) ([]Event, error) {
+	rows, err := db.QueryContext(ctx, `SELECT * FROM (
+		SELECT id, flow, kind, action, reasons, coalesce(predicate_cel, ''), coalesce(predicate_sql, ''),
+			coalesce(rows_deleted, 0), coalesce(rows_inserted, 0), started_at, duration_ms, coalesce(error, '')
+		FROM rwc.events WHERE $1 = '' OR flow = $1 ORDER BY id DESC LIMIT $2) e ORDER BY id`, flow, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.ID, &e.Flow, &e.Kind, &e.Action, pq.Array(&e.Reasons), &e.PredicateCEL, &e.PredicateSQL,
+			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error); err != nil {
+			return nil, err
+		}
+		if e.Reasons == nil {
+			e.Reasons = []string{}
+		}
+		e.StartedAt = e.StartedAt.UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// FlowStatus is one flow as the state knows it.
+type FlowStatus struct {
+	Flow          string     `json:"flow"`
+	Pipeline      string     `json:"pipeline"`
+	Target        string     `json:"target"`
+	PredicateCEL  string     `json:"window_cel"`
+	PredicateSQL  string     `json:"window_sql"`
+	LastRefreshAt *time.Time `json:"last_refresh_at"`
+	LastAction    string     `json:"last_action"`
+	LastReasons   []string   `json:"last_reasons"`
+	LastError     string     `json:"last_error,omitempty"`
+}
+
+// Status is the deployed revision and every flow.
+type Status struct {
+	Commit     string       `json:"deployed_commit"`
+	Dirty      bool         `json:"dirty"`
+	DeployedAt *time.Time   `json:"deployed_at"`
+	DeployedBy string       `json:"deployed_by"`
+	Flows      []FlowStatus `json:"flows"`
+}
+
+// ReadStatus reads the state.
+func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
+	var s Status
+	var commit, by sql.NullString
+	var at sql.NullTime
+	err := db.QueryRowContext(ctx, `SELECT commit, dirty, deployed_at, deployed_by FROM rwc.deployments ORDER BY id DESC LIMIT 1`).
+		Scan(&commit, &s.Dirty, &at, &by)
+	if err != nil && err != sql.ErrNoRows {
+		return s, err
+	}
+	s.Commit, s.DeployedBy = commit.String, by.String
+	if at.Valid {
+		t := at.Time.UTC()
+		s.DeployedAt = &t
+	}
+	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
+			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
+			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, '')
+		FROM rwc.flows f
+		LEFT JOIN LATERAL (SELECT action, reasons, error FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
+		ORDER BY f.flow`)
+	if err != nil {
+		return s, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f FlowStatus
+		var last sql.NullTime
+		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
+			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError); err != nil {
+			return s, err
+		}
+		if last.Valid {
+			t := last.Time.UTC()
+			f.LastRefreshAt = &t
+		}
+		s.Flows = append(s.Flows, f)
+	}
+	return s, rows.Err()
+}
