@@ -25,7 +25,9 @@ test: postgres
 demo: build postgres
 	@scripts/demo.sh
 
+# Figures go in docs/benchmarks.md, with this command.
 bench: build postgres
+	$(GO) run ./bench -rwc $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 lint: build
