@@ -333,4 +333,3 @@ func mirrorOp(op Op) Op {
 	}
 	return op
 }
-
