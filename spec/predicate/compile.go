@@ -110,10 +110,10 @@ func (c *compiler) compile() *Predicate {
 	if iss.Err() != nil {
 		for _, e := range iss.Errors() {
 			code, hint := "RW201", "check the CEL syntax: operators are &&, ||, !, strings use quotes"
-			if strings.Contains(e.Message, "exceeds") || strings.Contains(e.Message, "recursion") {
+			if strings.Contains(e.Message, "exceed") || strings.Contains(e.Message, "recursion") {
 				code, hint = "RW209", "split the predicate or simplify it; window predicates are short"
 			}
-			c.errAt(Loc{e.Location.Line(), e.Location.Column() + 1}, code, hint, "%s", e.Message)
+			c.errAt(issueLoc(e.Location.Line(), e.Location.Column()+1), code, hint, "%s", e.Message)
 		}
 		return nil
 	}
@@ -126,7 +126,8 @@ func (c *compiler) compile() *Predicate {
 	checked, iss := env.Check(parsed)
 	if iss.Err() != nil {
 		for _, e := range iss.Errors() {
-			c.checkerIssue(e.Location.Line(), e.Location.Column()+1, e.Message)
+			l := issueLoc(e.Location.Line(), e.Location.Column()+1)
+			c.checkerIssue(l.Line, l.Column, e.Message)
 		}
 		return nil
 	}
@@ -144,6 +145,15 @@ func (c *compiler) compile() *Predicate {
 	p.Determinism = root.determinism()
 	p.Columns = root.columns()
 	return p
+}
+
+// issueLoc is where an issue from cel-go points, or the start of the
+// predicate when cel-go has no location (its error-recovery limit, say).
+func issueLoc(line, col int) Loc {
+	if line < 1 || col < 1 {
+		return Loc{1, 1}
+	}
+	return Loc{line, col}
 }
 
 func celType(f pgtype.Family) *cel.Type {

@@ -16,10 +16,13 @@ import (
 // literal, current_timestamp() a timestamp literal. The result is what a
 // refresh stores and what its SQL is rendered from.
 func (p *Predicate) Resolve(rc Resolution) (*Predicate, error) {
-	if p.Determinism != PerRefresh {
-		return p, nil
+	if p.Determinism == Immutable {
+		return p, nil // nothing to resolve (a predicate calling rand() may call current_date() too)
 	}
-	root := p.Root.resolve(rc)
+	root, err := p.Root.resolve(rc)
+	if err != nil {
+		return nil, err
+	}
 	q, issues := Compile(root.CEL(), columnsOf(p))
 	if len(issues) > 0 {
 		// The printer only writes constructs the compiler accepts.

@@ -1,6 +1,7 @@
 package predicate
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rwc-dev/rwc/spec/pgtype"
@@ -112,25 +113,32 @@ func (e *Expr) determinism() Determinism {
 }
 
 // Resolved returns a copy of e with per-refresh functions replaced by their
-// values at rc, then folded.
-func (e *Expr) resolve(rc Resolution) *Expr {
+// values at rc, then folded. Folding fails when date arithmetic on the
+// current date leaves years 1..9999.
+func (e *Expr) resolve(rc Resolution) (*Expr, error) {
 	c := *e
 	switch e.Op {
 	case OpCurrentDate:
-		return lit(KDate, DateOf(rc.Now.In(rc.loc())), e.At)
+		return lit(KDate, DateOf(rc.Now.In(rc.loc())), e.At), nil
 	case OpCurrentTimestamp:
-		return lit(KTimestamp, rc.Now.UTC().Truncate(time.Microsecond), e.At)
+		return lit(KTimestamp, rc.Now.UTC().Truncate(time.Microsecond), e.At), nil
 	}
 	c.Args = make([]*Expr, len(e.Args))
 	for i, a := range e.Args {
-		c.Args[i] = a.resolve(rc)
+		r, err := a.resolve(rc)
+		if err != nil {
+			return nil, err
+		}
+		c.Args[i] = r
 	}
 	if c.Op == OpDateAdd && c.Args[0].Op == OpLit {
-		if d, err := c.Args[0].Val.(Date).AddDays(c.N); err == nil {
-			return lit(KDate, d, e.At)
+		d, err := c.Args[0].Val.(Date).AddDays(c.N)
+		if err != nil {
+			return nil, fmt.Errorf("%d:%d: %v", e.At.Line, e.At.Column, err)
 		}
+		return lit(KDate, d, e.At), nil
 	}
-	return &c
+	return &c, nil
 }
 
 // Resolution fixes the instant and zone that per-refresh functions read.
