@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
@@ -34,6 +35,8 @@ type Predicate struct {
 	Determinism Determinism
 	env         *cel.Env
 	checked     *cel.Ast
+	mu          sync.Mutex
+	programs    map[Resolution]cel.Program
 }
 
 // supported lists every function the language has, with the hint shown

@@ -17,7 +17,7 @@ func TestContainsSound(t *testing.T) {
 	at := Resolution{Now: time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)}
 	gen := func() string { return genContainPred(rng, 3) }
 	var rows []map[string]Value
-	for i := 0; i < 120; i++ {
+	for i := 0; i < 300; i++ {
 		row := map[string]Value{
 			"date":   Date(20454 + rng.IntN(40) - 20), // around 2026-01-01
 			"qty":    int64(rng.IntN(12)),
@@ -32,7 +32,7 @@ func TestContainsSound(t *testing.T) {
 		rows = append(rows, row)
 	}
 	proved := 0
-	for i := 0; i < 1500; i++ {
+	for i := 0; i < 3000; i++ {
 		ot, nt := gen(), gen()
 		if rng.IntN(3) == 0 {
 			nt = "(" + ot + ") && " + nt // often narrower
@@ -57,8 +57,8 @@ func TestContainsSound(t *testing.T) {
 			}
 		}
 	}
-	if proved < 150 {
-		t.Errorf("only %d of 1500 pairs proved contained: the generator or the prover is off", proved)
+	if proved < 300 {
+		t.Errorf("only %d of 3000 pairs proved contained: the generator or the prover is off", proved)
 	}
 }
 

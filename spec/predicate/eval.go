@@ -53,17 +53,7 @@ type Value = any
 // as SQL's three-valued logic absorbs NULL, and which is "not in the window"
 // at the top, as NULL is for WHERE.
 func (p *Predicate) Eval(row map[string]Value, rc Resolution) (bool, error) {
-	prg, err := p.env.Program(p.checked,
-		cel.CostLimit(maxEvalCost),
-		cel.Functions(
-			&functions.Overload{Operator: "current_date", Function: func(...ref.Val) ref.Val {
-				return DateOf(rc.Now.In(rc.loc()))
-			}},
-			&functions.Overload{Operator: "current_timestamp", Function: func(...ref.Val) ref.Val {
-				return types.Timestamp{Time: rc.Now.UTC().Truncate(time.Microsecond)}
-			}},
-			&functions.Overload{Operator: "rand", Function: func(...ref.Val) ref.Val { return types.Double(rand.Float64()) }},
-		))
+	prg, err := p.program(rc)
 	if err != nil {
 		return false, err
 	}
@@ -82,4 +72,34 @@ func (p *Predicate) Eval(row map[string]Value, rc Resolution) (bool, error) {
 	}
 	b, ok := out.(types.Bool)
 	return ok && bool(b), nil
+}
+
+// program returns the CEL program bound to rc's per-refresh values,
+// building it once per resolution: planning a program costs far more than
+// evaluating it.
+func (p *Predicate) program(rc Resolution) (cel.Program, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if prg, ok := p.programs[rc]; ok {
+		return prg, nil
+	}
+	prg, err := p.env.Program(p.checked,
+		cel.CostLimit(maxEvalCost),
+		cel.Functions(
+			&functions.Overload{Operator: "current_date", Function: func(...ref.Val) ref.Val {
+				return DateOf(rc.Now.In(rc.loc()))
+			}},
+			&functions.Overload{Operator: "current_timestamp", Function: func(...ref.Val) ref.Val {
+				return types.Timestamp{Time: rc.Now.UTC().Truncate(time.Microsecond)}
+			}},
+			&functions.Overload{Operator: "rand", Function: func(...ref.Val) ref.Val { return types.Double(rand.Float64()) }},
+		))
+	if err != nil {
+		return nil, err
+	}
+	if p.programs == nil || len(p.programs) >= 16 {
+		p.programs = map[Resolution]cel.Program{}
+	}
+	p.programs[rc] = prg
+	return prg, nil
 }
