@@ -12,27 +12,28 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
-	"github.com/rwc-dev/rwc/compile/query"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
-// Reason codes (design §1) that a refresh records.
+// Reason codes and actions a refresh records (design §1); they are
+// compile's, so a plan and the event log speak the same words.
 const (
-	FirstRefresh                  = "FIRST_REFRESH"
-	QueryChanged                  = "QUERY_CHANGED"
-	NotDeterministic              = "REPLACE_WHERE_NOT_DETERMINISTIC"
-	PriorNotDeterministic         = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
-	PriorPredicateMissing         = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
-	Backfill                      = "REPLACE_WHERE_BACKFILL"
-	FullRefreshRequested          = "FULL_REFRESH_REQUESTED"
-	ActionCreate                  = "create"
-	ActionRecomputeWindow         = "recompute_window"
-	ActionFullRefresh             = "full_refresh"
-	ActionBackfill                = "backfill"
-	defaultLockTimeout            = 30 * time.Second
-	eventKindPlanningInformation  = "planning_information"
-	eventKindRefreshFailed        = "refresh_failed"
-	advisoryNamespace             = "rwc.flow:"
+	FirstRefresh          = compile.ReasonFirstRefresh
+	QueryChanged          = compile.ReasonQueryChanged
+	NotDeterministic      = compile.ReasonNotDeterministic
+	PriorNotDeterministic = compile.ReasonPriorNotDeterministic
+	PriorPredicateMissing = compile.ReasonPriorPredicateMissing
+	Backfill              = compile.ReasonBackfill
+	FullRefreshRequested  = compile.ReasonFullRefreshRequested
+	ActionCreate          = compile.ActionCreate
+	ActionRecomputeWindow = compile.ActionRecomputeWindow
+	ActionFullRefresh     = compile.ActionFullRefresh
+	ActionBackfill        = compile.ActionBackfill
+
+	defaultLockTimeout           = 30 * time.Second
+	eventKindPlanningInformation = "planning_information"
+	eventKindRefreshFailed       = "refresh_failed"
+	advisoryNamespace            = "rwc.flow:"
 )
 
 // Mode is what a refresh recomputes.
@@ -55,6 +56,8 @@ type Options struct {
 	LockTimeout, StatementTimeout time.Duration
 	// Log receives one line per notable step (may be nil).
 	Log io.Writer
+	// AllowDestructive lets a refresh drop or retype target columns.
+	AllowDestructive bool
 }
 
 // Runner refreshes flows on one database.
@@ -103,13 +106,8 @@ type Result struct {
 
 // flowState is a flow's row in rwc.flows.
 type flowState struct {
-	found         bool
-	targetOID     uint32
-	columns       string
-	fingerprint   string
-	predicateSQL  sql.NullString
-	determinism   sql.NullString
-	lastRefreshAt sql.NullTime
+	compile.FlowState
+	targetOID uint32
 }
 
 // Refresh runs one refresh in one transaction under the flow's advisory
@@ -181,13 +179,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if err != nil {
 		return err
 	}
-	created, err := r.ensureTarget(ctx, tx, f, stmts, &st)
-	if err != nil {
+	dec := f.Decide(st.FlowState, resolved)
+	switch req.Mode {
+	case Full:
+		dec.Action, dec.Reasons = ActionFullRefresh, []string{FullRefreshRequested}
+	case Override:
+		dec.Action, dec.Reasons = ActionBackfill, []string{Backfill}
+	}
+	if err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns); err != nil {
 		return err
 	}
-	fingerprint, _ := query.Fingerprint(f.Table.Query.Value)
-	columns := columnsJSON(f)
-	res.Action, res.Reasons = r.classify(req, st, created, fingerprint, columns)
+	fingerprint := f.Fingerprint()
+	columns := f.ColumnsJSON()
+	res.Action, res.Reasons = dec.Action, dec.Reasons
 
 	if req.Mode == Full {
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
@@ -231,119 +235,90 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	return tx.Commit()
 }
 
-// classify decides the action and the reasons recorded for it. Every
-// refresh here recomputes its whole window; incremental refresh refines
-// this.
-func (r *Runner) classify(req Request, st flowState, created bool, fingerprint, columns string) (string, []string) {
-	reasons := []string{}
-	add := func(c string) { reasons = append(reasons, c) }
-	switch req.Mode {
-	case Full:
-		add(FullRefreshRequested)
-		return ActionFullRefresh, reasons
-	case Override:
-		add(Backfill)
-		return ActionBackfill, reasons
-	}
-	if created || !st.lastRefreshAt.Valid {
-		add(FirstRefresh)
-		return ActionCreate, reasons
-	}
-	if st.fingerprint != fingerprint || !sameJSON(st.columns, columns) {
-		add(QueryChanged)
-	}
-	if req.Flow.Predicate.Determinism == predicate.NonDeterministic {
-		add(NotDeterministic)
-	}
-	if st.determinism.String == predicate.NonDeterministic.String() {
-		add(PriorNotDeterministic)
-	}
-	if !st.predicateSQL.Valid {
-		add(PriorPredicateMissing)
-	}
-	return ActionRecomputeWindow, reasons
-}
-
-func loadFlowState(ctx context.Context, tx *sql.Tx, flow string) (flowState, error) {
+func loadFlowState(ctx context.Context, q queryer, flow string) (flowState, error) {
 	var st flowState
-	err := tx.QueryRowContext(ctx, `SELECT target_oid, columns, query_fingerprint, predicate_sql, determinism, last_refresh_at
+	var columns string
+	var cel, det sql.NullString
+	var env sql.NullInt64
+	var last sql.NullTime
+	err := q.QueryRowContext(ctx, `SELECT target_oid, columns, query_fingerprint, predicate_cel, env_version, determinism, last_refresh_at
 		FROM rwc.flows WHERE flow = $1 FOR UPDATE`, flow).
-		Scan(&st.targetOID, &st.columns, &st.fingerprint, &st.predicateSQL, &st.determinism, &st.lastRefreshAt)
+		Scan(&st.targetOID, &columns, &st.QueryFingerprint, &cel, &env, &det, &last)
 	switch {
 	case err == sql.ErrNoRows:
 		return st, nil
 	case err != nil:
 		return st, err
 	}
-	st.found = true
+	st.Found = true
+	if err := json.Unmarshal([]byte(columns), &st.Columns); err != nil {
+		return st, fmt.Errorf("state of flow %s: columns: %v", flow, err)
+	}
+	st.PredicateCEL, st.EnvVersion, st.Determinism, st.LastRefreshed = cel.String, int(env.Int64), det.String, last.Valid
 	return st, nil
 }
 
-// ensureTarget creates the target on first use and refuses a table rwc did
-// not create: adopting it would let a refresh delete rows nobody asked rwc
-// to manage.
-func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState) (bool, error) {
+type queryer interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// ensureTarget creates the target on first use, evolves its columns, and
+// refuses a table rwc did not create: adopting it would let a refresh
+// delete rows nobody asked rwc to manage.
+func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState, changes []compile.ColumnChange) error {
 	var oid sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return false, err
+		return err
 	}
 	switch {
-	case oid.Valid && !st.found:
-		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
+	case oid.Valid && !st.Found:
+		return refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
 			s.Target, f.Table.Pos)
 	case oid.Valid && uint32(oid.Int64) != st.targetOID:
-		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
+		return refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
 			s.Target, f.Table.Pos)
 	case oid.Valid:
-		if !sameJSON(st.columns, columnsJSON(f)) {
-			return false, refuse("the columns of %s changed since it was created (%s); changing a target's columns needs rwc plan/apply's schema evolution", s.Target, f.Table.Pos)
-		}
-		return false, nil
+		return r.evolve(ctx, tx, f, changes)
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateSchema); err != nil {
-		return false, err
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
-		return false, err
+		return err
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return false, err
+		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
 		VALUES ($1, $2, $3, $4, $5, $6, '')
 		ON CONFLICT (flow) DO UPDATE SET pipeline = EXCLUDED.pipeline, target_schema = EXCLUDED.target_schema,
 			target_table = EXCLUDED.target_table, target_oid = EXCLUDED.target_oid, columns = EXCLUDED.columns,
 			query_fingerprint = '', predicate_cel = NULL, predicate_sql = NULL, last_refresh_at = NULL`,
-		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, oid.Int64, columnsJSON(f))
-	if err != nil {
-		return false, err
-	}
-	*st = flowState{found: true, targetOID: uint32(oid.Int64), columns: columnsJSON(f)}
-	return true, nil
+		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, oid.Int64, f.ColumnsJSON())
+	return err
 }
 
-func columnsJSON(f *compile.Flow) string {
-	type col struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
+// evolve applies column changes in the refresh's transaction: an added
+// column is added (rows outside the window keep NULL; the window is
+// recomputed); a dropped or retyped column loses data and needs
+// AllowDestructive.
+func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, changes []compile.ColumnChange) error {
+	if len(changes) == 0 {
+		return nil
 	}
-	cols := make([]col, len(f.Table.Columns))
-	for i, c := range f.Table.Columns {
-		cols[i] = col{c.Name, c.Type.Canonical}
+	for _, c := range changes {
+		if c.Destructive() && !r.opts.AllowDestructive {
+			return refuse("flow %s: %s is destructive (%s); rerun with --allow-destructive to apply it", f.Name(), c.Change(), f.Table.Pos)
+		}
 	}
-	b, _ := json.Marshal(cols)
-	return string(b)
-}
-
-// sameJSON compares two JSON texts by value (jsonb reformats what it stores).
-func sameJSON(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
+	for _, c := range changes {
+		if _, err := tx.ExecContext(ctx, f.AlterSQL(c)); err != nil {
+			return fmt.Errorf("flow %s: %s: %w", f.Name(), c.Change(), err)
+		}
+		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), f.AlterSQL(c))
 	}
-	ax, _ := json.Marshal(x)
-	by, _ := json.Marshal(y)
-	return string(ax) == string(by)
+	_, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2 WHERE flow = $1`, f.Name(), f.ColumnsJSON())
+	return err
 }
 
 func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {

@@ -17,6 +17,7 @@ import (
 )
 
 type runFlags struct {
+	allowDestructive bool
 	timezone         string
 	lockTimeout      time.Duration
 	statementTimeout time.Duration
@@ -26,6 +27,7 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&rf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read (IANA name; env RWC_TIMEZONE)")
 	cmd.Flags().DurationVar(&rf.lockTimeout, "lock-timeout", 30*time.Second, "how long a refresh waits for its flow's lock and for table locks")
 	cmd.Flags().DurationVar(&rf.statementTimeout, "statement-timeout", 0, "abort any statement that runs longer (0: no limit)")
+	cmd.Flags().BoolVar(&rf.allowDestructive, "allow-destructive", false, "allow dropping and retyping target columns")
 }
 
 func (rf *runFlags) options(log io.Writer) (run.Options, error) {
@@ -33,7 +35,8 @@ func (rf *runFlags) options(log io.Writer) (run.Options, error) {
 	if err != nil {
 		return run.Options{}, fmt.Errorf("--timezone %q: %v", rf.timezone, err)
 	}
-	return run.Options{Zone: zone, LockTimeout: rf.lockTimeout, StatementTimeout: rf.statementTimeout, Log: log}, nil
+	return run.Options{Zone: zone, LockTimeout: rf.lockTimeout, StatementTimeout: rf.statementTimeout, Log: log,
+		AllowDestructive: rf.allowDestructive}, nil
 }
 
 func envOr(name, def string) string {

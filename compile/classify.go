@@ -1,0 +1,189 @@
+package compile
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// Reason codes of design §1: why a refresh is not incremental.
+const (
+	ReasonFirstRefresh          = "FIRST_REFRESH"
+	ReasonQueryChanged          = "QUERY_CHANGED"
+	ReasonExternalChange        = "EXTERNAL_CHANGE_IN_REPLACE_WINDOW"
+	ReasonNotDeterministic      = "REPLACE_WHERE_NOT_DETERMINISTIC"
+	ReasonPriorNotDeterministic = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
+	ReasonPriorPredicateMissing = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
+	ReasonStaleTargetData       = "STALE_TARGET_DATA_IN_WINDOW"
+	ReasonCannotPushPredicate   = "CANNOT_PUSH_PREDICATE"
+	ReasonBackfill              = "REPLACE_WHERE_BACKFILL"
+	ReasonFullRefreshRequested  = "FULL_REFRESH_REQUESTED"
+)
+
+// Actions a plan or a refresh takes for a flow.
+const (
+	ActionCreate          = "create"
+	ActionIncremental     = "incremental"
+	ActionRecomputeWindow = "recompute_window"
+	ActionFullRefresh     = "full_refresh"
+	ActionBackfill        = "backfill"
+	ActionNone            = "none"
+)
+
+// StoredColumn is a target column as the state recorded it.
+type StoredColumn struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// FlowState is what rwc's state knows of a flow: the target as created or
+// last evolved, and the last window refresh.
+type FlowState struct {
+	Found            bool
+	Columns          []StoredColumn
+	QueryFingerprint string
+	// PredicateCEL is the resolved window of the last refresh ("" if none
+	// could be stored); EnvVersion the language it was written in.
+	PredicateCEL  string
+	EnvVersion    int
+	Determinism   string
+	LastRefreshed bool
+}
+
+// Columns returns the flow's declared columns in the stored form.
+func (f *Flow) Columns() []StoredColumn {
+	out := make([]StoredColumn, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		out[i] = StoredColumn{c.Name, c.Type.Canonical}
+	}
+	return out
+}
+
+// ColumnsJSON is Columns as the state stores it.
+func (f *Flow) ColumnsJSON() string {
+	b, _ := json.Marshal(f.Columns())
+	return string(b)
+}
+
+// ColumnChange is one difference between the stored and declared columns.
+type ColumnChange struct {
+	Kind   string // "added", "dropped", "retyped"
+	Column string
+	From   string
+	To     string
+}
+
+// Change renders it as a plan's change entry: column_added:uniq_users.
+func (c ColumnChange) Change() string { return "column_" + c.Kind + ":" + c.Column }
+
+// Destructive reports whether applying it can lose data.
+func (c ColumnChange) Destructive() bool { return c.Kind != "added" }
+
+// ColumnChanges compares the stored columns with the declared ones.
+func (f *Flow) ColumnChanges(stored []StoredColumn) []ColumnChange {
+	var out []ColumnChange
+	have := map[string]string{}
+	for _, c := range stored {
+		have[c.Name] = c.Type
+	}
+	want := map[string]bool{}
+	for _, c := range f.Columns() {
+		want[c.Name] = true
+		old, ok := have[c.Name]
+		switch {
+		case !ok:
+			out = append(out, ColumnChange{Kind: "added", Column: c.Name, To: c.Type})
+		case old != c.Type:
+			out = append(out, ColumnChange{Kind: "retyped", Column: c.Name, From: old, To: c.Type})
+		}
+	}
+	for _, c := range stored {
+		if !want[c.Name] {
+			out = append(out, ColumnChange{Kind: "dropped", Column: c.Name, From: c.Type})
+		}
+	}
+	return out
+}
+
+// AlterSQL is the DDL that evolves the target for a column change.
+func (f *Flow) AlterSQL(c ColumnChange) string {
+	col := pq.QuoteIdentifier(c.Column)
+	switch c.Kind {
+	case "added":
+		return fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", f.Target(), col, c.To)
+	case "dropped":
+		return fmt.Sprintf("ALTER TABLE %s DROP COLUMN %s", f.Target(), col)
+	}
+	return fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s", f.Target(), col, c.To, col, c.To)
+}
+
+// Decision is what a refresh of a flow does and why.
+type Decision struct {
+	Action  string
+	Reasons []string
+	Columns []ColumnChange
+}
+
+// Decide classifies an ordinary refresh of f given its state and the window
+// it will use now (resolved). Plans and the runner both call it, so a plan
+// predicts exactly what apply records.
+func (f *Flow) Decide(st FlowState, window *predicate.Predicate) Decision {
+	d := Decision{Reasons: []string{}}
+	add := func(r string) { d.Reasons = append(d.Reasons, r) }
+	if !st.Found || !st.LastRefreshed {
+		d.Action = ActionCreate
+		add(ReasonFirstRefresh)
+		if st.Found {
+			d.Columns = f.ColumnChanges(st.Columns)
+		}
+		return d
+	}
+	d.Action = ActionRecomputeWindow
+	d.Columns = f.ColumnChanges(st.Columns)
+	fp := f.Fingerprint()
+	if st.QueryFingerprint != fp || len(d.Columns) > 0 {
+		add(ReasonQueryChanged)
+	}
+	if f.Predicate.Determinism == predicate.NonDeterministic {
+		add(ReasonNotDeterministic)
+	}
+	if st.Determinism == predicate.NonDeterministic.String() {
+		add(ReasonPriorNotDeterministic)
+	}
+	prior, ok := f.StoredWindow(st)
+	switch {
+	case !ok:
+		add(ReasonPriorPredicateMissing)
+	case !predicate.Contains(prior, window):
+		add(ReasonStaleTargetData)
+	}
+	if f.PartitionBy == "" || len(f.Query.Pushable([]string{f.PartitionBy})) == 0 {
+		add(ReasonCannotPushPredicate)
+	}
+	return d
+}
+
+// StoredWindow compiles the last refresh's resolved window back; false when
+// the state has none or it no longer compiles.
+func (f *Flow) StoredWindow(st FlowState) (*predicate.Predicate, bool) {
+	if st.PredicateCEL == "" {
+		return nil, false
+	}
+	p, issues := predicate.Compile(st.PredicateCEL, predicateColumns(f.Table))
+	if len(issues) > 0 {
+		return nil, false
+	}
+	return p, true
+}
+
+// Fingerprint identifies the flow's query ignoring layout and comments.
+func (f *Flow) Fingerprint() string {
+	fp, err := queryFingerprint(f.Table.Query.Value)
+	if err != nil {
+		return ""
+	}
+	return fp
+}

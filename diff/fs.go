@@ -1,0 +1,181 @@
+package diff
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// memFS is a read-only file system of a few small files: a spec directory
+// as a git revision or a deployed snapshot holds it.
+type memFS map[string][]byte
+
+func (m memFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	if b, ok := m[name]; ok {
+		return &memFile{name: name, r: strings.NewReader(string(b)), size: int64(len(b))}, nil
+	}
+	var entries []fs.DirEntry
+	prefix := name + "/"
+	if name == "." {
+		prefix = ""
+	}
+	seen := map[string]bool{}
+	for p := range m {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		rest := p[len(prefix):]
+		child, _, isDir := strings.Cut(rest, "/")
+		if !seen[child] {
+			seen[child] = true
+			entries = append(entries, dirEntry{name: child, dir: isDir})
+		}
+	}
+	if len(entries) == 0 && name != "." {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return &memDir{name: name, entries: entries}, nil
+}
+
+// ReadDir lets fs.Glob list directories.
+func (m memFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := m.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := f.(*memDir)
+	if !ok {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
+	}
+	return d.entries, nil
+}
+
+type memFile struct {
+	name string
+	r    *strings.Reader
+	size int64
+}
+
+func (f *memFile) Stat() (fs.FileInfo, error) { return fileInfo{name: path.Base(f.name), size: f.size}, nil }
+func (f *memFile) Read(b []byte) (int, error) { return f.r.Read(b) }
+func (f *memFile) Close() error               { return nil }
+
+type memDir struct {
+	name    string
+	entries []fs.DirEntry
+}
+
+func (d *memDir) Stat() (fs.FileInfo, error) { return fileInfo{name: path.Base(d.name), dir: true}, nil }
+func (d *memDir) Read([]byte) (int, error)   { return 0, io.EOF }
+func (d *memDir) Close() error               { return nil }
+
+type dirEntry struct {
+	name string
+	dir  bool
+}
+
+func (e dirEntry) Name() string               { return e.name }
+func (e dirEntry) IsDir() bool                { return e.dir }
+func (e dirEntry) Type() fs.FileMode          { return e.info().Mode().Type() }
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.info(), nil }
+func (e dirEntry) info() fileInfo             { return fileInfo{name: e.name, dir: e.dir} }
+
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i fileInfo) Name() string { return i.name }
+func (i fileInfo) Size() int64  { return i.size }
+func (i fileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i fileInfo) ModTime() time.Time { return time.Time{} }
+func (i fileInfo) IsDir() bool        { return i.dir }
+func (i fileInfo) Sys() any           { return nil }
+
+// Snapshot turns a deployed snapshot (display path → content, as `rwc apply`
+// records it) back into the spec directory display named.
+func Snapshot(specs map[string]string, display string) fs.FS {
+	m := memFS{}
+	prefix := strings.TrimSuffix(display, "/") + "/"
+	for p, content := range specs {
+		if rel, ok := strings.CutPrefix(p, prefix); ok {
+			m[rel] = []byte(content)
+		}
+	}
+	return m
+}
+
+// AtRevision reads the spec directory dir as it is at rev (a commit, branch,
+// tag or anything go-git resolves) in the repository containing dir, with
+// no checkout. It returns the files and the resolved commit.
+func AtRevision(dir, rev string) (fs.FS, string, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, "", fmt.Errorf("--base %s: %s is not in a git repository: %v", rev, dir, err)
+	}
+	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		return nil, "", fmt.Errorf("--base %s: %v (a shallow clone may lack it: fetch it, or plan against the deployed state)", rev, err)
+	}
+	commit, err := repo.CommitObject(*h)
+	if err != nil {
+		return nil, "", fmt.Errorf("--base %s: %v", rev, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, "", err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
+	if err != nil {
+		return nil, "", err
+	}
+	rel = filepath.ToSlash(rel)
+	m := memFS{}
+	if sub, err := tree.Tree(rel); err == nil || rel == "." {
+		if rel == "." {
+			sub = tree
+		}
+		err := sub.Files().ForEach(func(f *object.File) error {
+			if !strings.HasSuffix(f.Name, ".yaml") && !strings.HasSuffix(f.Name, ".yml") {
+				return nil
+			}
+			content, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			m[f.Name] = []byte(content)
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	return m, h.String(), nil
+}
