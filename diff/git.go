@@ -3,13 +3,16 @@ package diff
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 )
 
 // Head returns the commit checked out in the git work tree containing dir,
-// and whether the tree has uncommitted changes. Outside a git work tree it
-// returns "" and no error.
+// and whether dir (the spec directory) has uncommitted changes: changes
+// elsewhere in the repository do not make a deployment's specs differ from
+// the commit. Outside a git work tree it returns "" and no error.
 func Head(dir string) (commit string, dirty bool, err error) {
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
@@ -30,5 +33,19 @@ func Head(dir string) (commit string, dirty bool, err error) {
 	if err != nil {
 		return ref.Hash().String(), false, err
 	}
-	return ref.Hash().String(), !st.IsClean(), nil
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ref.Hash().String(), false, err
+	}
+	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
+	if err != nil {
+		return ref.Hash().String(), false, err
+	}
+	prefix := filepath.ToSlash(rel) + "/"
+	for file, fs := range st {
+		if (rel == "." || strings.HasPrefix(file, prefix)) && (fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified) {
+			return ref.Hash().String(), true, nil
+		}
+	}
+	return ref.Hash().String(), false, nil
 }

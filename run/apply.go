@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/rwc-dev/rwc/compile"
 )
@@ -22,6 +23,9 @@ type Deployment struct {
 // deployment when all succeeded. A flow whose dependency failed is skipped:
 // refreshing it would read a target that is not up to date.
 func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, each func(Result)) ([]Result, error) {
+	if err := r.preflight(ctx, p); err != nil {
+		return nil, err
+	}
 	var results []Result
 	failed := map[string]bool{}
 	for _, f := range p.Flows {
@@ -60,4 +64,32 @@ func (r *Runner) recordDeployment(ctx context.Context, dep Deployment) error {
 	_, err = r.db.ExecContext(ctx, `INSERT INTO rwc.deployments (commit, dirty, deployed_by, specs) VALUES (NULLIF($1, ''), $2, $3, $4)`,
 		dep.Commit, dep.Dirty, dep.By, string(specs))
 	return err
+}
+
+// preflight refuses the whole apply, before any flow is refreshed, when a
+// flow needs a destructive column change that was not allowed: half an
+// apply is harder to reason about than none.
+func (r *Runner) preflight(ctx context.Context, p *compile.Project) error {
+	if r.opts.AllowDestructive {
+		return nil
+	}
+	var refused []string
+	for _, f := range p.Flows {
+		st, err := loadFlowState(ctx, r.db, f.Name())
+		if err != nil {
+			return err
+		}
+		if !st.Found {
+			continue
+		}
+		for _, c := range f.ColumnChanges(st.Columns) {
+			if c.Destructive() {
+				refused = append(refused, fmt.Sprintf("%s: %s (%s)", f.Name(), c.Change(), f.Table.Pos))
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return &Refusal{fmt.Sprintf("destructive changes need --allow-destructive, nothing was changed: %s", strings.Join(refused, "; "))}
+	}
+	return nil
 }

@@ -118,4 +118,3 @@ func redactKV(dsn string) string {
 	}
 	return string(out)
 }
-

@@ -115,7 +115,9 @@ type flowState struct {
 // they were.
 func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	f := req.Flow
-	res := Result{Flow: f.Name(), StartedAt: r.opts.Now().UTC(), Reasons: []string{}}
+	// StartedAt is the wall clock; the window is resolved at opts.Now, which
+	// a saved plan pins to the instant it was planned at.
+	res := Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}}
 	start := time.Now()
 	err := r.refresh(ctx, req, &res)
 	res.Duration = time.Since(start)
@@ -242,7 +244,7 @@ func loadFlowState(ctx context.Context, q queryer, flow string) (flowState, erro
 	var env sql.NullInt64
 	var last sql.NullTime
 	err := q.QueryRowContext(ctx, `SELECT target_oid, columns, query_fingerprint, predicate_cel, env_version, determinism, last_refresh_at
-		FROM rwc.flows WHERE flow = $1 FOR UPDATE`, flow).
+		FROM rwc.flows WHERE flow = $1`+forUpdate(q), flow).
 		Scan(&st.targetOID, &columns, &st.QueryFingerprint, &cel, &env, &det, &last)
 	switch {
 	case err == sql.ErrNoRows:
@@ -356,4 +358,13 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 func isLockTimeout(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "57014")
+}
+
+// forUpdate locks the flow's state row inside a refresh's transaction; a
+// plan reads without locking.
+func forUpdate(q queryer) string {
+	if _, ok := q.(*sql.Tx); ok {
+		return " FOR UPDATE"
+	}
+	return ""
 }

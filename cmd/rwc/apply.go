@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
+	"sort"
 	"strings"
 	"time"
 
@@ -61,18 +65,30 @@ func loadClean(cmd *cobra.Command, dir string) (*compile.Project, error) {
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
+	var allowDirty bool
 	cmd := &cobra.Command{
-		Use:   "apply [DIR]",
+		Use:   "apply [DIR|PLANFILE]",
 		Short: "Create what is new and refresh every flow, in dependency order; record the deployment",
 		Long: `Refresh every flow of the specs in DIR (default ./pipelines), creating targets
 that do not exist yet, in dependency order. Each flow's refresh is one
 transaction: a failure leaves that flow's target as it was, the other flows are
 still refreshed (flows that read a failed flow's target are skipped), and the
 exit status is 1. When every flow succeeded, the deployment is recorded with
-the git HEAD commit.`,
+the git HEAD commit.
+
+Given a plan saved by rwc plan --out, apply runs exactly that plan (resolved at
+the plan's instant) and refuses it, changing nothing, when anything it was
+computed from moved: the deployment, the spec files, a flow's last refresh.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := specDir(args)
+			var saved *compile.Plan
+			if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+				if saved, err = readPlan(dir); err != nil {
+					return err
+				}
+				dir = saved.SpecDir
+			}
 			p, err := loadClean(cmd, dir)
 			if err != nil {
 				return err
@@ -81,14 +97,27 @@ the git HEAD commit.`,
 			if err != nil {
 				return err
 			}
+			commit, dirty, err := diff.Head(dir)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: cannot read the git state of %s: %v\n", dir, err)
+			}
+			if dirty && !allowDirty {
+				return fmt.Errorf("%s has uncommitted changes: a deployment should be a commit; commit them, or pass --allow-dirty", dir)
+			}
 			db, err := g.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			commit, dirty, err := diff.Head(dir)
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: cannot read the git state of %s: %v\n", dir, err)
+			if saved != nil {
+				if err := checkPlanCurrent(cmd.Context(), db, saved, p); err != nil {
+					return err
+				}
+				// Exactly the planned refresh: the same instant, so the same windows.
+				opts.Now = func() time.Time { return saved.At }
+				if opts.Zone, err = time.LoadLocation(saved.Timezone); err != nil {
+					return err
+				}
 			}
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
@@ -109,7 +138,53 @@ the git HEAD commit.`,
 		},
 	}
 	rf.add(cmd)
+	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs with uncommitted changes")
 	return cmd
+}
+
+func readPlan(path string) (*compile.Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p compile.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s is not a saved plan: %v", path, err)
+	}
+	if p.FormatVersion != compile.PlanFormatVersion {
+		return nil, fmt.Errorf("%s has plan format %d; this rwc applies format %d: plan again", path, p.FormatVersion, compile.PlanFormatVersion)
+	}
+	return &p, nil
+}
+
+// checkPlanCurrent refuses a saved plan whose basis moved, saying what moved.
+func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *compile.Project) error {
+	st, err := run.ReadPlanState(ctx, db)
+	if err != nil {
+		return err
+	}
+	var moved []string
+	if st.DeploymentID != saved.Basis.Deployment {
+		moved = append(moved, fmt.Sprintf("the deployment (planned against #%d, now #%d)", saved.Basis.Deployment, st.DeploymentID))
+	}
+	if compile.SpecsHash(p) != saved.Basis.Specs {
+		moved = append(moved, "the spec files in "+saved.SpecDir)
+	}
+	for flow, last := range st.LastRefresh {
+		if saved.Basis.LastRefresh[flow] != last {
+			moved = append(moved, fmt.Sprintf("flow %s was refreshed since (at %s)", flow, last))
+		}
+	}
+	for flow := range saved.Basis.LastRefresh {
+		if _, ok := st.LastRefresh[flow]; !ok {
+			moved = append(moved, "flow "+flow+" lost its state")
+		}
+	}
+	if len(moved) > 0 {
+		sort.Strings(moved)
+		return fmt.Errorf("the saved plan is stale (%s); nothing was changed: run rwc plan again", strings.Join(moved, "; "))
+	}
+	return nil
 }
 
 func printResult(w io.Writer, r run.Result) {

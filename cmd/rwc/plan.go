@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/diff"
+	"github.com/rwc-dev/rwc/run"
+)
+
+type planFlags struct {
+	format, out, base, at, timezone string
+	detailed                        bool
+}
+
+func newPlanCmd(g *globals) *cobra.Command {
+	var pf planFlags
+	cmd := &cobra.Command{
+		Use:   "plan [DIR]",
+		Short: "Diff the specs against the deployed state (or --base REV) and print what apply would do",
+		Long: `Compare the specs in DIR (default ./pipelines) with what was deployed — the
+snapshot the last rwc apply recorded in the database, or the specs at a git
+revision with --base REV — and print, per flow, the action, the reasons, the
+definition changes and the exact SQL. rwc plan uses a database when one is
+named or the local one is running, and never starts one.
+
+Exit status: 0; with --detailed-exitcode 0 when no definition changed, 2 when
+something did, 1 on errors.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(pf.format, "text", "markdown", "json"); err != nil {
+				return err
+			}
+			p, err := makePlan(cmd.Context(), g, specDir(args), pf)
+			if err != nil {
+				return err
+			}
+			if pf.out != "" {
+				if err := writePlan(pf.out, p); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			switch pf.format {
+			case "json":
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(p); err != nil {
+					return err
+				}
+			case "markdown":
+				p.WriteMarkdown(out)
+			default:
+				p.WriteText(out, isTerminal(out))
+			}
+			if pf.detailed && p.HasChanges() {
+				return exitError{2}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pf.format, "format", "text", "output format: text, markdown (a PR comment) or json")
+	cmd.Flags().StringVar(&pf.out, "out", "", "also save the plan (JSON) to `FILE`, for rwc apply FILE")
+	cmd.Flags().StringVar(&pf.base, "base", "", "diff against the specs at git revision `REV` instead of the deployed state")
+	cmd.Flags().StringVar(&pf.at, "at", "", "resolve current_date()/current_timestamp() at `TIME` (2026-12-01 or RFC 3339) instead of now")
+	cmd.Flags().StringVar(&pf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read")
+	cmd.Flags().BoolVar(&pf.detailed, "detailed-exitcode", false, "exit 2 when the plan has definition changes, 0 when it has none")
+	return cmd
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func parseAt(s string, zone *time.Location) (time.Time, error) {
+	if s == "" {
+		return timeNow(), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, zone); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--at %q: give a date (2026-12-01) or an RFC 3339 instant (2026-12-01T06:00:00Z)", s)
+}
+
+// makePlan loads head and base, reads the state when a database is at
+// hand, and builds the plan.
+func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compile.Plan, error) {
+	zone, err := time.LoadLocation(pf.timezone)
+	if err != nil {
+		return nil, fmt.Errorf("--timezone %q: %v", pf.timezone, err)
+	}
+	at, err := parseAt(pf.at, zone)
+	if err != nil {
+		return nil, err
+	}
+	head, ds, err := loadProject(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ds.HasErrors() {
+		diag.WriteText(os.Stderr, ds, sourcesOf(head))
+		return nil, fmt.Errorf("%s has errors (%s); fix them before planning", dir, ds.Summary())
+	}
+	commit, dirty, err := diff.Head(dir)
+	if err != nil {
+		return nil, err
+	}
+	in := compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree", Commit: commit, Dirty: dirty},
+		BaseRev: compile.Rev{Source: "none"}, At: at, Zone: zone}
+	db, err := g.existingDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var state run.PlanState
+	if db != nil {
+		defer db.Close()
+		if state, err = run.ReadPlanState(ctx, db); err != nil {
+			return nil, err
+		}
+		in.State = state.Flows
+		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
+		in.Estimate = estimator(ctx, db)
+	}
+	switch {
+	case pf.base != "":
+		fsys, rev, err := diff.AtRevision(dir, pf.base)
+		if err != nil {
+			return nil, err
+		}
+		if in.Base, _, err = compile.Load(fsys, dir); err != nil {
+			return nil, err
+		}
+		in.BaseRev = compile.Rev{Source: "git", Commit: rev}
+	case state.Specs != nil:
+		if in.Base, _, err = compile.Load(diff.Snapshot(state.Specs, dir), dir); err != nil {
+			return nil, err
+		}
+		in.BaseRev = compile.Rev{Source: "state", Commit: state.Commit}
+	}
+	p, err := compile.BuildPlan(in)
+	if err != nil {
+		return nil, err
+	}
+	p.SpecDir = dir
+	p.Diagnostics = append(p.Diagnostics, ds...)
+	return p, nil
+}
+
+// existingDB connects when a database is named or the local one is
+// running; plan never starts a server.
+func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
+	dsn, err := g.resolveDSN(ctx, false)
+	if err != nil || dsn == "" {
+		return nil, err
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), run.Redact(err.Error()))
+	}
+	if err := run.Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// estimator asks PostgreSQL's planner how many target rows the window
+// holds; it costs no scan.
+func estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Statements) *int64 {
+	return func(f *compile.Flow, s compile.Statements) *int64 {
+		var exists bool
+		if db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.Target).Scan(&exists) != nil || !exists {
+			return nil
+		}
+		var raw string
+		if db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+s.Target+" WHERE "+s.PredicateSQL).Scan(&raw) != nil {
+			return nil
+		}
+		var out []struct {
+			Plan struct {
+				Rows float64 `json:"Plan Rows"`
+			} `json:"Plan"`
+		}
+		if json.Unmarshal([]byte(raw), &out) != nil || len(out) == 0 {
+			return nil
+		}
+		n := int64(out[0].Plan.Rows)
+		return &n
+	}
+}
+
+func writePlan(path string, p *compile.Plan) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,246 @@
+package compile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// PlanFormatVersion is the version of the JSON plan (schemas/plan.schema.json).
+const PlanFormatVersion = 1
+
+// Plan is the contract of `rwc plan`: every view renders from it and
+// `rwc apply PLAN` executes it.
+type Plan struct {
+	FormatVersion int          `json:"format_version"`
+	SpecDir       string       `json:"spec_dir"`
+	At            time.Time    `json:"at"`
+	Timezone      string       `json:"timezone"`
+	Base          Rev          `json:"base"`
+	Head          Rev          `json:"head"`
+	Flows         []FlowPlan   `json:"flows"`
+	Diagnostics   diag.List    `json:"diagnostics"`
+	Summary       PlanSummary  `json:"summary"`
+	Basis         Fingerprints `json:"basis"`
+}
+
+// Rev names one side of the diff.
+type Rev struct {
+	// Source is "state" (the last deployment recorded in the database),
+	// "git" (--base REV), "none" (nothing deployed) or "worktree" (head).
+	Source string `json:"source"`
+	Commit string `json:"commit,omitempty"`
+	Dirty  bool   `json:"dirty,omitempty"`
+}
+
+// FlowPlan is what the plan does to one flow, and why.
+type FlowPlan struct {
+	Flow          string            `json:"flow"`
+	Pipeline      string            `json:"pipeline"`
+	Target        string            `json:"target"`
+	Action        string            `json:"action"`
+	Reasons       []string          `json:"reasons"`
+	Changes       []string          `json:"changes"`
+	Window        string            `json:"window,omitempty"`
+	WindowSQL     string            `json:"window_sql,omitempty"`
+	WindowChange  *predicate.Change `json:"window_change,omitempty"`
+	SQL           []string          `json:"sql"`
+	Destructive   bool              `json:"destructive,omitempty"`
+	EstimatedRows *int64            `json:"estimated_rows,omitempty"`
+	Notes         []string          `json:"notes,omitempty"`
+}
+
+// PlanSummary counts what a reader wants first.
+type PlanSummary struct {
+	Flows             int  `json:"flows"`
+	DefinitionChanges int  `json:"definition_changes"`
+	Destructive       bool `json:"destructive"`
+}
+
+// Fingerprints are what the plan was computed from; `rwc apply PLAN`
+// refuses the plan when any of them moved.
+type Fingerprints struct {
+	Deployment  int64             `json:"deployment"`
+	Specs       string            `json:"specs"`
+	LastRefresh map[string]string `json:"last_refresh"`
+}
+
+// HasChanges reports definition changes (new, removed, changed flows);
+// routine window refreshes do not count.
+func (p *Plan) HasChanges() bool { return p.Summary.DefinitionChanges > 0 }
+
+// PlanInput is everything a plan is computed from.
+type PlanInput struct {
+	Head     *Project
+	HeadRev  Rev
+	Base     *Project // nil: nothing deployed
+	BaseRev  Rev
+	State    map[string]FlowState // nil: no database reachable
+	Basis    Fingerprints
+	At       time.Time
+	Zone     *time.Location
+	Estimate func(f *Flow, s Statements) *int64 // nil: no estimates
+}
+
+// BuildPlan diffs head against base and state, and decides every flow.
+func BuildPlan(in PlanInput) (*Plan, error) {
+	zone := in.Zone
+	if zone == nil {
+		zone = time.UTC
+	}
+	rc := predicate.Resolution{Now: in.At, Zone: zone}
+	p := &Plan{FormatVersion: PlanFormatVersion, At: in.At.UTC(), Timezone: zone.String(), Base: in.BaseRev, Head: in.HeadRev,
+		Diagnostics: diag.List{}, Basis: in.Basis}
+	p.Basis.Specs = SpecsHash(in.Head)
+	for _, f := range in.Head.Flows {
+		fp, err := planFlow(in, f, rc)
+		if err != nil {
+			return nil, err
+		}
+		p.Flows = append(p.Flows, fp)
+	}
+	if in.Base != nil {
+		for _, old := range in.Base.Flows {
+			if in.Head.Flow(old.Name()) == nil {
+				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),
+					Action: ActionNone, Reasons: []string{}, Changes: []string{"removed"}, SQL: []string{},
+					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (drop it yourself when you no longer need it)"}})
+			}
+		}
+	}
+	for _, fp := range p.Flows {
+		p.Summary.Flows++
+		if len(fp.Changes) > 0 {
+			p.Summary.DefinitionChanges++
+		}
+		p.Summary.Destructive = p.Summary.Destructive || fp.Destructive
+	}
+	return p, nil
+}
+
+func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) {
+	fp := FlowPlan{Flow: f.Name(), Pipeline: f.Table.Pipeline.Name, Target: f.Target(), Reasons: []string{}, Changes: []string{}, SQL: []string{}}
+	window, err := f.Predicate.Resolve(rc)
+	if err != nil {
+		return fp, err
+	}
+	stmts, err := f.Statements(window, false)
+	if err != nil {
+		return fp, err
+	}
+	fp.Window, fp.WindowSQL = stmts.PredicateCEL, stmts.PredicateSQL
+	var old *Flow
+	if in.Base != nil {
+		old = in.Base.Flow(f.Name())
+	}
+	if old == nil {
+		fp.Changes = append(fp.Changes, "new")
+	} else {
+		fp.Changes = append(fp.Changes, definitionChanges(old, f, rc, &fp)...)
+	}
+	st, haveState := in.State[f.Name()]
+	var dec Decision
+	switch {
+	case haveState:
+		dec = f.Decide(st, window)
+	case old == nil:
+		dec = Decision{Action: ActionCreate, Reasons: []string{ReasonFirstRefresh}}
+	default:
+		// No database: decide from the base spec as if it had been
+		// refreshed at the same instant.
+		oldWindow, _ := old.Predicate.Resolve(rc)
+		dec = f.Decide(FlowState{Found: true, LastRefreshed: true, Columns: old.Columns(), QueryFingerprint: old.Fingerprint(),
+			PredicateCEL: oldWindow.Root.CEL(), Determinism: old.Predicate.Determinism.String()}, window)
+	}
+	fp.Action, fp.Reasons = dec.Action, dec.Reasons
+	if dec.Action == ActionCreate && !(haveState && st.Found) {
+		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
+	}
+	for _, c := range dec.Columns {
+		fp.SQL = append(fp.SQL, f.AlterSQL(c))
+		if c.Destructive() {
+			fp.Destructive = true
+			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
+		}
+	}
+	if contains(fp.Changes, "query_changed") || hasPrefix(fp.Changes, "column_added:") {
+		fp.Notes = append(fp.Notes, "only the window is recomputed; rows outside it keep their old values (NULL in added columns): commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
+	}
+	fp.SQL = append(fp.SQL, stmts.List()...)
+	if in.Estimate != nil {
+		fp.EstimatedRows = in.Estimate(f, stmts)
+	}
+	return fp, nil
+}
+
+// definitionChanges lists what the spec changed between base and head.
+func definitionChanges(old, f *Flow, rc predicate.Resolution, fp *FlowPlan) []string {
+	var ch []string
+	ow, err1 := old.Predicate.Resolve(rc)
+	nw, err2 := f.Predicate.Resolve(rc)
+	if err1 == nil && err2 == nil && ow.Root.CEL() != nw.Root.CEL() {
+		narrower, wider := predicate.Contains(ow, nw), predicate.Contains(nw, ow)
+		switch {
+		case narrower && wider:
+			ch = append(ch, "predicate_rewritten")
+		case narrower:
+			ch = append(ch, "predicate_narrowed")
+		case wider:
+			ch = append(ch, "predicate_widened")
+		default:
+			ch = append(ch, "predicate_not_comparable")
+		}
+		if f.PartitionBy != "" {
+			if d, ok := predicate.Delta(ow, nw, f.PartitionBy); ok {
+				fp.WindowChange = &d
+			}
+		}
+	}
+	if old.Fingerprint() != f.Fingerprint() {
+		ch = append(ch, "query_changed")
+	}
+	for _, c := range f.ColumnChanges(old.Columns()) {
+		ch = append(ch, c.Change())
+	}
+	if old.Table.ResetAllowed != f.Table.ResetAllowed || old.PartitionBy != f.PartitionBy {
+		ch = append(ch, "properties_changed")
+	}
+	return ch
+}
+
+// SpecsHash identifies the exact spec files a plan was made from.
+func SpecsHash(p *Project) string {
+	files := make([]string, 0, len(p.Spec.Sources))
+	for f := range p.Spec.Sources {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range files {
+		h.Write([]byte(f + "\x00" + strings.Join(p.Spec.Sources[f], "\n") + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefix(s []string, prefix string) bool {
+	for _, v := range s {
+		if strings.HasPrefix(v, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,131 @@
+package compile
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+func (p *Plan) sideText(r Rev) string {
+	s := r.Source
+	if r.Commit != "" {
+		s += "@" + short(r.Commit)
+	}
+	if r.Dirty {
+		s += " (uncommitted changes)"
+	}
+	return s
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+func symbol(f FlowPlan) string {
+	switch {
+	case contains(f.Changes, "new"):
+		return "+"
+	case contains(f.Changes, "removed"):
+		return "-"
+	case f.Destructive:
+		return "!"
+	case len(f.Changes) > 0:
+		return "~"
+	}
+	return "="
+}
+
+// WriteText renders the plan for a terminal; color adds ANSI colours.
+func (p *Plan) WriteText(w io.Writer, color bool) {
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	colors := map[string]string{"+": "32", "-": "31", "!": "31;1", "~": "33", "=": "2"}
+	fmt.Fprintf(w, "rwc plan: %s → %s, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	for _, f := range p.Flows {
+		sym := symbol(f)
+		reasons := ""
+		if len(f.Reasons) > 0 {
+			reasons = " (" + strings.Join(f.Reasons, ", ") + ")"
+		}
+		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", f.Action), reasons)
+		if len(f.Changes) > 0 {
+			fmt.Fprintf(w, "      changes: %s\n", strings.Join(f.Changes, ", "))
+		}
+		if f.WindowChange != nil {
+			fmt.Fprintf(w, "      window %s: %s\n", f.WindowChange.Column, strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost))
+		}
+		if f.Window != "" {
+			fmt.Fprintf(w, "      window: %s\n", f.Window)
+		}
+		if f.EstimatedRows != nil {
+			fmt.Fprintf(w, "      estimated rows in the window: %d\n", *f.EstimatedRows)
+		}
+		for _, n := range f.Notes {
+			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), n)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
+}
+
+func (p *Plan) summaryLine() string {
+	d := "no"
+	if p.Summary.Destructive {
+		d = "yes (needs --allow-destructive)"
+	}
+	return fmt.Sprintf("Plan: %d flows, %d with definition changes, destructive: %s.", p.Summary.Flows, p.Summary.DefinitionChanges, d)
+}
+
+// maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
+const maxMarkdown = 65000
+
+// WriteMarkdown renders the plan as a pull-request comment: the summary
+// table first, each flow's details folded, never over 65,000 characters.
+func (p *Plan) WriteMarkdown(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range p.Flows {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, f.Action, mdList(f.Reasons), mdList(f.Changes))
+	}
+	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
+	for _, f := range p.Flows {
+		var d strings.Builder
+		fmt.Fprintf(&d, "\n<details><summary><code>%s</code>: %s</summary>\n\n", f.Flow, f.Action)
+		if f.Window != "" {
+			fmt.Fprintf(&d, "Window: `%s`\n\n", f.Window)
+		}
+		if f.WindowChange != nil {
+			fmt.Fprintf(&d, "Window change on `%s`: `%s`\n\n", f.WindowChange.Column, strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost))
+		}
+		if f.EstimatedRows != nil {
+			fmt.Fprintf(&d, "Estimated rows in the window: %d\n\n", *f.EstimatedRows)
+		}
+		for _, n := range f.Notes {
+			fmt.Fprintf(&d, "> **Note:** %s\n\n", n)
+		}
+		if len(f.SQL) > 0 {
+			d.WriteString("```sql\n" + strings.Join(f.SQL, ";\n") + ";\n```\n")
+		}
+		d.WriteString("</details>\n")
+		if b.Len()+d.Len() > maxMarkdown-200 {
+			fmt.Fprintf(&b, "\n_The plan is too long for a comment: details of the remaining flows are left out. Run `rwc plan` for all of them._\n")
+			break
+		}
+		b.WriteString(d.String())
+	}
+	io.WriteString(w, b.String())
+}
+
+func mdList(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return "`" + strings.Join(s, "`, `") + "`"
+}
