@@ -9,3 +9,6 @@ var Pipeline []byte
 
 //go:embed backfill.schema.json
 var Backfill []byte
+
+//go:embed plan.schema.json
+var Plan []byte

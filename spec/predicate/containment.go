@@ -49,10 +49,10 @@ func Contains(outer, inner *Predicate) bool {
 // an old one, as value ranges. Exact reports whether both windows constrain
 // that column alone (otherwise the ranges are only the column's projection).
 type Change struct {
-	Column string
-	Gained string
-	Lost   string
-	Exact  bool
+	Column string `json:"column"`
+	Gained string `json:"gained,omitempty"`
+	Lost   string `json:"lost,omitempty"`
+	Exact  bool   `json:"exact"`
 }
 
 // Delta is the change from old's window to new's window on col. ok is false
