@@ -91,17 +91,19 @@ type Request struct {
 
 // Result is what one refresh did; it is also the event log's record.
 type Result struct {
-	Flow         string        `json:"flow"`
-	Action       string        `json:"action"`
-	Reasons      []string      `json:"reasons"`
-	PredicateCEL string        `json:"predicate_cel"`
-	PredicateSQL string        `json:"predicate_sql"`
-	RowsDeleted  int64         `json:"rows_deleted"`
-	RowsInserted int64         `json:"rows_inserted"`
-	RowsOutside  int64         `json:"rows_outside_window_lost,omitempty"`
-	StartedAt    time.Time     `json:"started_at"`
-	Duration     time.Duration `json:"-"`
-	Err          error         `json:"-"`
+	Flow         string   `json:"flow"`
+	Action       string   `json:"action"`
+	Reasons      []string `json:"reasons"`
+	PredicateCEL string   `json:"predicate_cel"`
+	PredicateSQL string   `json:"predicate_sql"`
+	RowsDeleted  int64    `json:"rows_deleted"`
+	RowsInserted int64    `json:"rows_inserted"`
+	RowsOutside  int64    `json:"rows_outside_window_lost,omitempty"`
+	// Columns are the target's columns the refresh filled.
+	Columns   []string      `json:"columns"`
+	StartedAt time.Time     `json:"started_at"`
+	Duration  time.Duration `json:"-"`
+	Err       error         `json:"-"`
 }
 
 // flowState is a flow's row in rwc.flows.
@@ -194,6 +196,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
 	res.Action, res.Reasons = dec.Action, dec.Reasons
+	for _, c := range f.Table.Columns {
+		res.Columns = append(res.Columns, c.Name)
+	}
 
 	if req.Mode == Full {
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
@@ -334,7 +339,7 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
 func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
-	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside})
+	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns})
 	_, err := q.ExecContext(ctx, `INSERT INTO rwc.events (flow, kind, action, reasons, predicate_cel, predicate_sql,
 		rows_deleted, rows_inserted, started_at, duration_ms, error, details)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)`,

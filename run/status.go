@@ -61,6 +61,8 @@ type FlowStatus struct {
 	LastAction    string     `json:"last_action"`
 	LastReasons   []string   `json:"last_reasons"`
 	LastError     string     `json:"last_error,omitempty"`
+	// Coverage is filled by the caller from the specs (see Coverage).
+	Coverage []ColumnCoverage `json:"coverage,omitempty"`
 }
 
 // Status is the deployed revision and every flow.

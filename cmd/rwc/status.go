@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
-	var format string
+	var format, specs string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the deployed commit and each flow's window, last refresh and reasons",
@@ -30,6 +31,17 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st, err := run.ReadStatus(cmd.Context(), db)
 			if err != nil {
 				return err
+			}
+			// Coverage needs the flows' column types: read the specs when
+			// they are there and clean; status works without them.
+			if p, ds, err := loadProject(specs); err == nil && !ds.HasErrors() {
+				for i := range st.Flows {
+					if f := p.Flow(st.Flows[i].Flow); f != nil {
+						if st.Flows[i].Coverage, err = run.Coverage(cmd.Context(), db, f); err != nil {
+							return err
+						}
+					}
+				}
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
@@ -66,11 +78,38 @@ func newStatusCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, action, f.PredicateCEL)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, f := range st.Flows {
+				writeCoverage(out, f)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs (for per-column coverage)")
 	return cmd
+}
+
+// writeCoverage prints, per flow, which partition ranges each column has
+// been computed for, grouping columns with the same ranges.
+func writeCoverage(w io.Writer, f run.FlowStatus) {
+	if len(f.Coverage) == 0 {
+		return
+	}
+	var order []string
+	byRange := map[string][]string{}
+	for _, c := range f.Coverage {
+		if _, ok := byRange[c.Ranges]; !ok {
+			order = append(order, c.Ranges)
+		}
+		byRange[c.Ranges] = append(byRange[c.Ranges], c.Column)
+	}
+	fmt.Fprintf(w, "\n%s columns filled for:\n", f.Flow)
+	for _, r := range order {
+		fmt.Fprintf(w, "  %s: %s\n", strings.Join(byRange[r], ", "), r)
+	}
 }
 
 func newEventsCmd(g *globals) *cobra.Command {

@@ -333,3 +333,16 @@ func mirrorOp(op Op) Op {
 	}
 	return op
 }
+
+// Coverage is the union of the windows' ranges on col, rendered like a
+// plan's ranges ("[2026-10-01, +∞)"); windows rwc cannot reason about count
+// as covering nothing, so coverage is never overstated.
+func Coverage(windows []*Predicate, col string) string {
+	var s ivset
+	for _, w := range windows {
+		if p, _, ok := projection(w.Root, col); ok {
+			s = s.union(p)
+		}
+	}
+	return s.String()
+}
