@@ -28,6 +28,7 @@ func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, 
 	}
 	var results []Result
 	failed := map[string]bool{}
+	skipped := 0
 	for _, f := range p.Flows {
 		var res Result
 		var blocked string
@@ -39,6 +40,7 @@ func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, 
 		if blocked != "" {
 			res = Result{Flow: f.Name(), Action: "skipped", Reasons: []string{},
 				Err: fmt.Errorf("skipped: it reads the target of %s, whose refresh failed", blocked)}
+			skipped++
 		} else {
 			res = r.Refresh(ctx, Request{Flow: f, Mode: Window})
 		}
@@ -51,7 +53,11 @@ func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, 
 		}
 	}
 	if len(failed) > 0 {
-		return results, fmt.Errorf("%d of %d flows failed; the deployment was not recorded", len(failed), len(p.Flows))
+		msg := fmt.Sprintf("%d of %d flows failed", len(failed)-skipped, len(p.Flows))
+		if skipped > 0 {
+			msg += fmt.Sprintf(" and %d were skipped", skipped)
+		}
+		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
 	}
 	return results, r.recordDeployment(ctx, dep)
 }

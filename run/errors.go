@@ -46,16 +46,50 @@ func queryError(f *compile.Flow, err error) error {
 		return err
 	}
 	q := f.Table.Query
-	pos := q.Pos
+	pos := q.AtOffset(0) // the query's first character, not the `|` of its block
 	if m := quotedName.FindStringSubmatch(pe.Message); m != nil {
-		name := m[1]
-		if i := strings.Index(strings.ToLower(q.Value), strings.ToLower(name)); i >= 0 {
+		if i := nameOffset(f, m[1], pe.Code == "42P01"); i >= 0 {
 			pos = q.AtOffset(i)
-		} else if dot := strings.LastIndexByte(name, '.'); dot >= 0 {
-			if i := strings.Index(strings.ToLower(q.Value), strings.ToLower(name[dot+1:])); i >= 0 {
-				pos = q.AtOffset(i)
-			}
 		}
 	}
 	return &QueryError{Flow: f.Name(), Pos: pos, PG: pe}
+}
+
+// nameOffset is the byte offset in f's query of the name an error quotes, or
+// -1. A missing relation is looked up among the tables the query reads;
+// otherwise the name must stand as a whole identifier, so that relation
+// "visit" does not point at a column visit_date.
+func nameOffset(f *compile.Flow, name string, relation bool) int {
+	rel, schema := name, ""
+	if dot := strings.LastIndexByte(name, '.'); dot >= 0 {
+		schema, rel = name[:dot], name[dot+1:]
+	}
+	if relation && f.Query != nil {
+		for _, t := range f.Query.Tables {
+			if strings.EqualFold(t.Name, rel) && (schema == "" || strings.EqualFold(t.Schema, schema)) {
+				return t.Offset
+			}
+		}
+	}
+	for _, n := range []string{name, rel} {
+		if i := identIndex(f.Table.Query.Value, n); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// identIndex finds name in s, ignoring ASCII case, where it is not part of
+// a longer identifier.
+func identIndex(s, name string) int {
+	isIdent := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	}
+	for i := 0; name != "" && i+len(name) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(name)], name) &&
+			(i == 0 || !isIdent(s[i-1])) && (i+len(name) == len(s) || !isIdent(s[i+len(name)])) {
+			return i
+		}
+	}
+	return -1
 }

@@ -287,7 +287,7 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	case oid.Valid:
 		return r.evolve(ctx, tx, f, changes)
 	}
-	if _, err := tx.ExecContext(ctx, s.CreateSchema); err != nil {
+	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
@@ -328,6 +328,28 @@ func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, change
 	return err
 }
 
+// createSchema runs CREATE SCHEMA IF NOT EXISTS so that two first refreshes
+// of flows in the same new schema, at once, both succeed. IF NOT EXISTS does
+// not see a schema another transaction created and has not committed: the
+// second waits on pg_namespace's unique index and fails once the first
+// commits. The schema is there then, so that error is rolled back and
+// ignored.
+func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT rwc_create_schema"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		var pe *pq.Error
+		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P06") {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_create_schema")
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT rwc_create_schema")
+	return err
+}
+
 func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
 	r, err := tx.ExecContext(ctx, stmt)
 	if err != nil {
@@ -362,7 +384,7 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 
 func isLockTimeout(err error) bool {
 	var pe *pq.Error
-	return errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "57014")
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // forUpdate locks the flow's state row inside a refresh's transaction; a

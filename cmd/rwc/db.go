@@ -44,6 +44,10 @@ func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
 	if env := os.Getenv("RWC_DATABASE_URL"); env != "" {
 		return env, nil
 	}
+	if !start && !run.LocalExists(".") {
+		// OpenLocal would initdb a cluster just to find it stopped.
+		return "", nil
+	}
 	l, err := run.OpenLocal(".", os.Stderr)
 	if err != nil {
 		return "", fmt.Errorf("no --dsn or RWC_DATABASE_URL, and the local PostgreSQL cannot be used: %v", err)

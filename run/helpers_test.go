@@ -1,0 +1,303 @@
+package run_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/pgtest"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// now0 is the refresh time of most tests: current_date() is 2026-03-10 in
+// UTC, so a window `d >= date_add(current_date(), -2)` is d >= 2026-03-08.
+var now0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+// env is one test's database, with the state schema in place.
+type env struct {
+	t   testing.TB
+	db  *sql.DB
+	dsn string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	db, dsn := pgtest.DB(t)
+	if err := run.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return &env{t: t, db: db, dsn: dsn}
+}
+
+func (e *env) exec(q string, args ...any) {
+	e.t.Helper()
+	if _, err := e.db.Exec(q, args...); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// rows returns the rows of q, each as its row literal text, sorted: an
+// order-independent picture of a table or query result.
+func (e *env) rows(q string) []string {
+	e.t.Helper()
+	rs, err := e.db.Query(fmt.Sprintf("SELECT x::text FROM (%s) x", q))
+	if err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	defer rs.Close()
+	out := []string{}
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rs.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	sort.Strings(out) // in Go: the database's collation must not matter
+	return out
+}
+
+// value returns the single value q yields, as text ("<null>" for NULL).
+func (e *env) value(q string, args ...any) string {
+	e.t.Helper()
+	var s sql.NullString
+	if err := e.db.QueryRow(q, args...).Scan(&s); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	if !s.Valid {
+		return "<null>"
+	}
+	return s.String
+}
+
+func (e *env) count(q string, args ...any) int64 {
+	e.t.Helper()
+	var n int64
+	if err := e.db.QueryRow(q, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// equalRows fails the test when got and want differ, showing both.
+func equalRows(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s:\n got  %d rows: %v\n want %d rows: %v", what, len(got), got, len(want), want)
+	}
+}
+
+// advisoryLocks counts the advisory locks held in this test's database.
+func (e *env) advisoryLocks() int64 {
+	e.t.Helper()
+	return e.count(`SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+		WHERE l.locktype = 'advisory' AND d.datname = current_database()`)
+}
+
+// project loads specs given as file name → YAML, failing on lint errors.
+func project(t testing.TB, files map[string]string) *compile.Project {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, text := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(text)}
+	}
+	p, ds, err := compile.Load(fsys, "pipelines")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if ds.HasErrors() {
+		t.Fatalf("specs have errors:\n%v", ds)
+	}
+	return p
+}
+
+// flow loads specs and returns one flow.
+func flow(t testing.TB, files map[string]string, name string) *compile.Flow {
+	t.Helper()
+	f := project(t, files).Flow(name)
+	if f == nil {
+		t.Fatalf("no flow %s", name)
+	}
+	return f
+}
+
+// runner returns a Runner whose clock stands at at.
+func (e *env) runner(at time.Time) *run.Runner {
+	return run.New(e.db, run.Options{Now: func() time.Time { return at }, LockTimeout: 10 * time.Second})
+}
+
+// refresh runs one refresh and fails the test if it fails.
+func refresh(t testing.TB, r *run.Runner, req run.Request) run.Result {
+	t.Helper()
+	res := r.Refresh(context.Background(), req)
+	if res.Err != nil {
+		t.Fatalf("refresh %s: %v", req.Flow.Name(), res.Err)
+	}
+	return res
+}
+
+// where compiles an override predicate against a flow's columns, the way
+// `rwc refresh --where` does.
+func where(t testing.TB, f *compile.Flow, text string) *predicate.Predicate {
+	t.Helper()
+	cols := make([]predicate.Column, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
+	}
+	p, issues := predicate.Compile(text, cols)
+	if len(issues) > 0 || p == nil {
+		t.Fatalf("predicate %q: %v", text, issues)
+	}
+	return p
+}
+
+func checkOutcome(t testing.TB, res run.Result, action string, reasons ...string) {
+	t.Helper()
+	if reasons == nil {
+		reasons = []string{}
+	}
+	if res.Action != action || fmt.Sprint(res.Reasons) != fmt.Sprint(reasons) {
+		t.Fatalf("%s: action %q reasons %v, want %q %v", res.Flow, res.Action, res.Reasons, action, reasons)
+	}
+}
+
+// daily is the common shape of these tests: a source ev(d, k, v) and a flow
+// t copying it with a two-day window (d >= 2026-03-08 at now0).
+const dailySpec = `pipeline: p
+tables:
+  t:
+    replace_where: d >= date_add(current_date(), -2)
+    columns:
+      d: date
+      k: text
+      v: integer
+    query: |
+      SELECT d, k, v FROM ev
+`
+
+// seedDaily creates ev with two rows (k a and b) a day from 2026-03-01 to
+// 2026-03-10, v = day of month (a) and 10 × day (b).
+func (e *env) seedDaily() {
+	e.t.Helper()
+	e.exec(`CREATE TABLE ev (d date, k text, v integer);
+		INSERT INTO ev SELECT d::date, k, CASE k WHEN 'a' THEN extract(day FROM d)::int ELSE 10 * extract(day FROM d)::int END
+		FROM generate_series(DATE '2026-03-01', DATE '2026-03-10', interval '1 day') d, (VALUES ('a'), ('b')) k(k)`)
+}
+
+// The real rwc binary, built once for the processes that need one.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// rwcBinary builds ./cmd/rwc (once per test binary) and returns its path.
+func rwcBinary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(buildBinary)
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func buildBinary() {
+	if binDir, binErr = os.MkdirTemp("", "rwc-run-test-bin-"); binErr != nil {
+		return
+	}
+	binPath = filepath.Join(binDir, "rwc")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		binErr = err
+		return
+	}
+	cmd := exec.Command(goTool, "build", "-o", binPath, "github.com/rwc-dev/rwc/cmd/rwc")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		binErr = fmt.Errorf("go build ./cmd/rwc: %v\n%s", err, out.String())
+	}
+}
+
+func removeBinary() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
+
+// writeSpecs writes spec files into a fresh directory and returns it.
+func writeSpecs(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// rwcCmd is `rwc --dsn DSN args...`, run outside any git work tree.
+func rwcCmd(t testing.TB, dsn string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(rwcBinary(t), append([]string{"--dsn", dsn}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "RWC_DATABASE_URL=", "RWC_TIMEZONE=UTC", "GIT_CEILING_DIRECTORIES="+filepath.Dir(cmd.Dir))
+	return cmd
+}
+
+// runRWC runs rwc to completion and returns its exit code and output.
+func runRWC(t testing.TB, dsn string, args ...string) (int, string) {
+	t.Helper()
+	cmd := rwcCmd(t, dsn, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	} else if err != nil {
+		t.Fatalf("rwc %v: %v", args, err)
+	}
+	return 0, out.String()
+}
+
+type flowT = compile.Flow
+
+// reqWindow is a routine refresh of f's own window.
+func reqWindow(f *flowT) run.Request { return run.Request{Flow: f, Mode: run.Window} }
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// statements renders a window refresh of f at time at, as the runner does.
+func statements(t testing.TB, f *flowT, at time.Time) compile.Statements {
+	t.Helper()
+	resolved, err := f.Predicate.Resolve(predicate.Resolution{Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Statements(resolved, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
