@@ -69,7 +69,9 @@ type memFile struct {
 	size int64
 }
 
-func (f *memFile) Stat() (fs.FileInfo, error) { return fileInfo{name: path.Base(f.name), size: f.size}, nil }
+func (f *memFile) Stat() (fs.FileInfo, error) {
+	return fileInfo{name: path.Base(f.name), size: f.size}, nil
+}
 func (f *memFile) Read(b []byte) (int, error) { return f.r.Read(b) }
 func (f *memFile) Close() error               { return nil }
 
@@ -78,9 +80,11 @@ type memDir struct {
 	entries []fs.DirEntry
 }
 
-func (d *memDir) Stat() (fs.FileInfo, error) { return fileInfo{name: path.Base(d.name), dir: true}, nil }
-func (d *memDir) Read([]byte) (int, error)   { return 0, io.EOF }
-func (d *memDir) Close() error               { return nil }
+func (d *memDir) Stat() (fs.FileInfo, error) {
+	return fileInfo{name: path.Base(d.name), dir: true}, nil
+}
+func (d *memDir) Read([]byte) (int, error) { return 0, io.EOF }
+func (d *memDir) Close() error             { return nil }
 
 type dirEntry struct {
 	name string
