@@ -160,8 +160,13 @@ func (f *Flow) Decide(st FlowState, window *predicate.Predicate) Decision {
 	case !predicate.Contains(prior, window):
 		add(ReasonStaleTargetData)
 	}
-	if f.PartitionBy == "" || len(f.Query.Pushable([]string{f.PartitionBy})) == 0 {
+	if !f.Incremental() {
 		add(ReasonCannotPushPredicate)
+	}
+	if len(d.Reasons) == 0 {
+		// What changed is only known at refresh time (fingerprints); the
+		// refresh may still fall back, and then records why.
+		d.Action = ActionIncremental
 	}
 	return d
 }

@@ -100,10 +100,13 @@ type Result struct {
 	RowsInserted int64    `json:"rows_inserted"`
 	RowsOutside  int64    `json:"rows_outside_window_lost,omitempty"`
 	// Columns are the target's columns the refresh filled.
-	Columns   []string      `json:"columns"`
-	StartedAt time.Time     `json:"started_at"`
-	Duration  time.Duration `json:"-"`
-	Err       error         `json:"-"`
+	Columns []string `json:"columns"`
+	// Partitions are the partition values an incremental refresh
+	// recomputed (empty for a whole-window refresh).
+	Partitions []string      `json:"partitions,omitempty"`
+	StartedAt  time.Time     `json:"started_at"`
+	Duration   time.Duration `json:"-"`
+	Err        error         `json:"-"`
 }
 
 // flowState is a flow's row in rwc.flows.
@@ -164,19 +167,21 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	res.PredicateCEL, res.PredicateSQL = stmts.PredicateCEL, stmts.PredicateSQL
 
-	tx, err := r.db.BeginTx(ctx, nil)
+	conn, unlock, err := r.lockFlow(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// One snapshot for the whole refresh, taken after the lock: the
+	// fingerprints that decide what to recompute and the rows recomputed
+	// are the same data.
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+f.Name()); err != nil {
-		if isLockTimeout(err) {
-			return fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s; nothing was changed", f.Name(), r.opts.LockTimeout)
-		}
 		return err
 	}
 	st, err := loadFlowState(ctx, tx, f.Name())
@@ -195,10 +200,40 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
-	res.Action, res.Reasons = dec.Action, dec.Reasons
 	for _, c := range f.Table.Columns {
 		res.Columns = append(res.Columns, c.Name)
 	}
+	// The flow's own window, resolved now: fingerprints always describe it.
+	window := resolved
+	if req.Mode == Override {
+		if window, err = f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}); err != nil {
+			return err
+		}
+	}
+	var sources []fingerprintRow
+	if f.Incremental() && req.Mode != Override {
+		if sources, err = probeSources(ctx, tx, f, window); err != nil {
+			return queryError(f, err)
+		}
+	}
+	if dec.Action == compile.ActionIncremental {
+		narrowed, reason, err := r.changedPartitions(ctx, tx, f, window, sources)
+		if err != nil {
+			return err
+		}
+		switch {
+		case reason != "":
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
+		case narrowed == nil:
+			stmts = compile.Statements{} // nothing changed: nothing to recompute
+		default:
+			if stmts, err = f.Statements(narrowed, false); err != nil {
+				return err
+			}
+			res.Partitions = partitionsOf(narrowed, f.PartitionBy)
+		}
+	}
+	res.Action, res.Reasons = dec.Action, dec.Reasons
 
 	if req.Mode == Full {
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
@@ -213,25 +248,31 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 		res.RowsDeleted = total
-	} else {
+	} else if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
 		if err != nil {
 			return err
 		}
 		res.RowsDeleted = n
 	}
-	n, err := execCount(ctx, tx, stmts.Insert)
-	if err != nil {
-		return queryError(f, err)
+	if stmts.Insert != "" {
+		n, err := execCount(ctx, tx, stmts.Insert)
+		if err != nil {
+			return queryError(f, err)
+		}
+		res.RowsInserted = n
 	}
-	res.RowsInserted = n
-
+	if f.Incremental() {
+		if err := storeFingerprints(ctx, tx, f, window, sources, req.Mode == Override); err != nil {
+			return err
+		}
+	}
 	if req.Mode != Override {
 		// An override does not change the flow: its window, and the window
 		// the next refresh compares with, stay the flow's own.
 		if _, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = $3, predicate_cel = $4,
 			predicate_sql = $5, env_version = $6, determinism = $7, last_refresh_at = $8 WHERE flow = $1`,
-			f.Name(), columns, fingerprint, stmts.PredicateCEL, stmts.PredicateSQL, resolved.Version,
+			f.Name(), columns, fingerprint, window.Root.CEL(), res.PredicateSQL, resolved.Version,
 			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
 			return err
 		}
@@ -239,7 +280,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if err := insertEvent(ctx, tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	r.vacuum(ctx, conn, f, res)
+	return nil
 }
 
 func loadFlowState(ctx context.Context, q queryer, flow string) (flowState, error) {
@@ -361,7 +406,7 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
 func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
-	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns})
+	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions})
 	_, err := q.ExecContext(ctx, `INSERT INTO rwc.events (flow, kind, action, reasons, predicate_cel, predicate_sql,
 		rows_deleted, rows_inserted, started_at, duration_ms, error, details)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)`,
@@ -394,4 +439,21 @@ func forUpdate(q queryer) string {
 		return " FOR UPDATE"
 	}
 	return ""
+}
+
+// partitionsOf lists the values of the narrowing `col in [...]` list.
+func partitionsOf(p *predicate.Predicate, col string) []string {
+	var out []string
+	e := p.Root
+	if e.Op == predicate.OpAnd && e.Args[1].Op == predicate.OpIn {
+		for _, v := range e.Args[1].Args[1:] {
+			switch x := v.Val.(type) {
+			case predicate.Date:
+				out = append(out, x.String())
+			default:
+				out = append(out, fmt.Sprint(x))
+			}
+		}
+	}
+	return out
 }

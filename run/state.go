@@ -11,7 +11,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add; an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 1
+const stateVersion = 2
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -55,6 +55,16 @@ var migrations = []string{
 		details       jsonb NOT NULL DEFAULT '{}'
 	);
 	CREATE INDEX events_flow ON rwc.events (flow, id);`,
+	// 2: per-partition fingerprints of sources and targets, for incremental refresh.
+	`CREATE TABLE rwc.fingerprints (
+		flow   text NOT NULL,
+		source text NOT NULL,       -- '' is the target
+		whole  boolean NOT NULL,    -- a source fingerprinted as a whole
+		value  text NOT NULL,       -- the partition value as PostgreSQL prints it
+		n      bigint NOT NULL,
+		h      bigint NOT NULL,
+		PRIMARY KEY (flow, source, whole, value)
+	);`,
 }
 
 // migrateLock serialises concurrent migrations (two `rwc apply` at once on

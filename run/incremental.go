@@ -1,0 +1,263 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/pgtype"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// lockFlow takes the flow's advisory lock on a connection of its own,
+// before the refresh's transaction starts, so that the transaction's
+// snapshot is taken after any earlier refresh of the flow committed. The
+// lock is a session lock: a killed rwc's connection ends and releases it.
+func (r *Runner) lockFlow(ctx context.Context, f *compile.Flow) (*sql.Conn, func(), error) {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() {
+		// The connection goes back to no pool: closing it drops the session
+		// lock whatever state the refresh left it in.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close()
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
+		release()
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, advisoryNamespace+f.Name()); err != nil {
+		release()
+		if isLockTimeout(err) {
+			return nil, nil, fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s; nothing was changed", f.Name(), r.opts.LockTimeout)
+		}
+		return nil, nil, err
+	}
+	return conn, release, nil
+}
+
+// fingerprintRow is one probe's answer for one partition value.
+type fingerprintRow struct {
+	source string
+	whole  bool
+	value  string
+	n, h   int64
+}
+
+type fpKey struct {
+	source string
+	whole  bool
+	value  string
+}
+
+func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRow, error) {
+	rows, err := tx.QueryContext(ctx, p.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint of %s: %w", p.Source, err) // queryError positions it
+	}
+	defer rows.Close()
+	var out []fingerprintRow
+	for rows.Next() {
+		fr := fingerprintRow{source: p.Source, whole: p.Whole}
+		var v sql.NullString
+		if err := rows.Scan(&v, &fr.n, &fr.h); err != nil {
+			return nil, err
+		}
+		fr.value = v.String
+		out = append(out, fr)
+	}
+	return out, rows.Err()
+}
+
+func probeSources(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate) ([]fingerprintRow, error) {
+	probes, err := f.Probes(window)
+	if err != nil {
+		return nil, err
+	}
+	var out []fingerprintRow
+	for _, p := range probes {
+		rows, err := runProbe(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][2]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT source, whole, value, n, h FROM rwc.fingerprints WHERE flow = $1`, flow)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[fpKey][2]int64{}
+	for rows.Next() {
+		var k fpKey
+		var n, h int64
+		if err := rows.Scan(&k.source, &k.whole, &k.value, &n, &h); err != nil {
+			return nil, err
+		}
+		out[k] = [2]int64{n, h}
+	}
+	return out, rows.Err()
+}
+
+// changedPartitions compares this refresh's fingerprints with those stored
+// by the last one. It returns the window narrowed to the partition values
+// whose source rows changed (nil: nothing changed), or the reason the
+// refresh must recompute the whole window instead.
+func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (*predicate.Predicate, string, error) {
+	stored, err := loadFingerprints(ctx, tx, f.Name())
+	if err != nil {
+		return nil, "", err
+	}
+	if len(stored) == 0 {
+		// Refreshed before rwc kept fingerprints: what changed is unknown.
+		return nil, compile.ReasonPriorPredicateMissing, nil
+	}
+	tp, err := f.TargetProbe(window)
+	if err != nil {
+		return nil, "", err
+	}
+	target, err := runProbe(ctx, tx, tp)
+	if err != nil {
+		return nil, "", err
+	}
+	inWindow := func(v string) bool {
+		val, ok := parsePartition(f, v)
+		if !ok {
+			return true // cannot tell: treat as changed, never miss one
+		}
+		in, err := window.Eval(map[string]predicate.Value{f.PartitionBy: val}, predicate.Resolution{})
+		return err != nil || in
+	}
+	// Rows rwc did not write, inside the window: the target no longer is
+	// what the last refresh left.
+	if diffValues(target, stored, "", inWindow) != nil {
+		return nil, compile.ReasonExternalChange, nil
+	}
+	changed := map[string]bool{}
+	bySource := map[string][]fingerprintRow{}
+	for _, s := range sources {
+		bySource[s.source] = append(bySource[s.source], s)
+	}
+	for src, rows := range bySource {
+		if rows[0].whole {
+			if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
+				// A source joined on another key changed (a dimension):
+				// which partitions it affects is not known.
+				return nil, compile.ReasonCannotPushPredicate, nil
+			}
+			continue
+		}
+		for _, v := range diffValues(rows, stored, src, inWindow) {
+			changed[v] = true
+		}
+	}
+	// A source with no rows in the window has no probe rows but may have
+	// had some before.
+	for k := range stored {
+		if k.source != "" && !k.whole && len(bySource[k.source]) == 0 && inWindow(k.value) {
+			changed[k.value] = true
+		}
+	}
+	if len(changed) == 0 {
+		return nil, "", nil
+	}
+	values := make([]string, 0, len(changed))
+	for v := range changed {
+		values = append(values, v)
+	}
+	sort.Strings(values)
+	narrowed, err := f.Narrow(window, values)
+	if err != nil {
+		return nil, compile.ReasonStaleTargetData, nil
+	}
+	return narrowed, "", nil
+}
+
+// diffValues lists the partition values (within the window) where the
+// current fingerprint of source differs from the stored one.
+func diffValues(cur []fingerprintRow, stored map[fpKey][2]int64, source string, inWindow func(string) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cur {
+		seen[c.value] = true
+		if stored[fpKey{source, c.whole, c.value}] != [2]int64{c.n, c.h} {
+			out = append(out, c.value)
+		}
+	}
+	whole := len(cur) > 0 && cur[0].whole
+	for k := range stored {
+		if k.source == source && k.whole == whole && !seen[k.value] && inWindow(k.value) {
+			out = append(out, k.value)
+		}
+	}
+	return out
+}
+
+func parsePartition(f *compile.Flow, v string) (predicate.Value, bool) {
+	switch f.Table.Column(f.PartitionBy).Type.Family {
+	case pgtype.Date:
+		d, err := predicate.ParseDate(v)
+		return d, err == nil
+	case pgtype.Int:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	case pgtype.Text:
+		return v, true
+	}
+	return nil, false
+}
+
+// storeFingerprints replaces the flow's fingerprints with this refresh's:
+// the sources as probed before the write, the target as the write left it.
+// After an override the sources were not probed; their fingerprints stay.
+func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, targetOnly bool) error {
+	tp, err := f.TargetProbe(window)
+	if err != nil {
+		return err
+	}
+	target, err := runProbe(ctx, tx, tp)
+	if err != nil {
+		return err
+	}
+	del := `DELETE FROM rwc.fingerprints WHERE flow = $1`
+	if targetOnly {
+		del += ` AND source = ''`
+	}
+	if _, err := tx.ExecContext(ctx, del, f.Name()); err != nil {
+		return err
+	}
+	rows := append(target, sources...)
+	if targetOnly {
+		rows = target
+	}
+	for _, fr := range rows {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES ($1, $2, $3, $4, $5, $6)`,
+			f.Name(), fr.source, fr.whole, fr.value, fr.n, fr.h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vacuum keeps repeated refreshes from slowing down: each DELETE leaves
+// dead row versions that the next one would scan again. It runs after the
+// commit (VACUUM cannot run in a transaction) and only when rows were
+// deleted; a failure is reported but does not fail the refresh.
+func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, res *Result) {
+	if res.RowsDeleted == 0 {
+		return
+	}
+	if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+f.Target()); err != nil {
+		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s: %v\n", f.Name(), f.Target(), err)
+	}
+}
