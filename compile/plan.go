@@ -17,16 +17,17 @@ const PlanFormatVersion = 1
 // Plan is the contract of `rwc plan`: every view renders from it and
 // `rwc apply PLAN` executes it.
 type Plan struct {
-	FormatVersion int          `json:"format_version"`
-	SpecDir       string       `json:"spec_dir"`
-	At            time.Time    `json:"at"`
-	Timezone      string       `json:"timezone"`
-	Base          Rev          `json:"base"`
-	Head          Rev          `json:"head"`
-	Flows         []FlowPlan   `json:"flows"`
-	Diagnostics   diag.List    `json:"diagnostics"`
-	Summary       PlanSummary  `json:"summary"`
-	Basis         Fingerprints `json:"basis"`
+	FormatVersion int            `json:"format_version"`
+	SpecDir       string         `json:"spec_dir"`
+	At            time.Time      `json:"at"`
+	Timezone      string         `json:"timezone"`
+	Base          Rev            `json:"base"`
+	Head          Rev            `json:"head"`
+	Flows         []FlowPlan     `json:"flows"`
+	Backfills     []BackfillPlan `json:"backfills"`
+	Diagnostics   diag.List      `json:"diagnostics"`
+	Summary       PlanSummary    `json:"summary"`
+	Basis         Fingerprints   `json:"basis"`
 }
 
 // Rev names one side of the diff.
@@ -55,10 +56,26 @@ type FlowPlan struct {
 	Notes         []string          `json:"notes,omitempty"`
 }
 
+// BackfillPlan is a backfill file and where it stands.
+type BackfillPlan struct {
+	File   string `json:"file"`
+	Flow   string `json:"flow"`
+	Where  string `json:"where"`
+	Reason string `json:"reason"`
+	// Status: "pending" (apply runs it), "partial" (apply resumes it),
+	// "applied", or "changed" (edited after it ran: apply refuses).
+	Status string `json:"status"`
+	// Range is what it recomputes on the partition column, e.g.
+	// [2026-10-01, 2026-10-31]; "" when that is not a plain range.
+	Range         string `json:"range,omitempty"`
+	EstimatedRows *int64 `json:"estimated_rows,omitempty"`
+}
+
 // PlanSummary counts what a reader wants first.
 type PlanSummary struct {
 	Flows             int  `json:"flows"`
 	DefinitionChanges int  `json:"definition_changes"`
+	PendingBackfills  int  `json:"pending_backfills"`
 	Destructive       bool `json:"destructive"`
 }
 
@@ -70,9 +87,11 @@ type Fingerprints struct {
 	LastRefresh map[string]string `json:"last_refresh"`
 }
 
-// HasChanges reports definition changes (new, removed, changed flows);
-// routine window refreshes do not count.
-func (p *Plan) HasChanges() bool { return p.Summary.DefinitionChanges > 0 }
+// HasChanges reports definition changes (new, removed, changed flows) and
+// backfills to run; routine window refreshes do not count.
+func (p *Plan) HasChanges() bool {
+	return p.Summary.DefinitionChanges > 0 || p.Summary.PendingBackfills > 0
+}
 
 // PlanInput is everything a plan is computed from.
 type PlanInput struct {
@@ -85,6 +104,9 @@ type PlanInput struct {
 	At       time.Time
 	Zone     *time.Location
 	Estimate func(f *Flow, s Statements) *int64 // nil: no estimates
+	// BackfillStatus maps a backfill file to its ledger status; nil (no
+	// database): files already in Base count as applied, others pending.
+	BackfillStatus func(b *Backfill) string
 }
 
 // BuildPlan diffs head against base and state, and decides every flow.
@@ -95,7 +117,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	rc := predicate.Resolution{Now: in.At, Zone: zone}
 	p := &Plan{FormatVersion: PlanFormatVersion, At: in.At.UTC(), Timezone: zone.String(), Base: in.BaseRev, Head: in.HeadRev,
-		Diagnostics: diag.List{}, Basis: in.Basis}
+		Diagnostics: diag.List{}, Basis: in.Basis, Backfills: []BackfillPlan{}}
 	p.Basis.Specs = SpecsHash(in.Head)
 	for _, f := range in.Head.Flows {
 		fp, err := planFlow(in, f, rc)
@@ -111,6 +133,20 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 					Action: ActionNone, Reasons: []string{}, Changes: []string{"removed"}, SQL: []string{},
 					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (drop it yourself when you no longer need it)"}})
 			}
+		}
+	}
+	for _, b := range in.Head.Backfills {
+		p.Backfills = append(p.Backfills, planBackfill(in, b, rc))
+	}
+	for i, b := range p.Backfills {
+		switch b.Status {
+		case "pending", "partial":
+			p.Summary.PendingBackfills++
+		case "changed":
+			src := in.Head.Backfills[i].File
+			p.Diagnostics.Errorf("RW114", diag.Pos{File: src.File, Line: 1, Column: 1},
+				"restore the file as it was applied; to recompute another range, commit a new backfill file",
+				"backfill file %s was changed after it was applied: rwc apply refuses it", src.File)
 		}
 	}
 	for _, fp := range p.Flows {
@@ -243,4 +279,27 @@ func hasPrefix(s []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) BackfillPlan {
+	bp := BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}
+	switch {
+	case in.BackfillStatus != nil:
+		bp.Status = in.BackfillStatus(b)
+	case in.Base != nil && in.Base.Spec.Sources[b.File.File] != nil:
+		bp.Status = "applied"
+	}
+	if b.Flow.PartitionBy != "" {
+		if r, ok := predicate.Range(b.Predicate, b.Flow.PartitionBy); ok {
+			bp.Range = r
+		}
+	}
+	if in.Estimate != nil {
+		if where, err := b.Predicate.Resolve(rc); err == nil {
+			if s, err := b.Flow.Statements(where, false); err == nil {
+				bp.EstimatedRows = in.Estimate(b.Flow, s)
+			}
+		}
+	}
+	return bp
 }

@@ -71,6 +71,17 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), n)
 		}
 	}
+	for _, b := range p.Backfills {
+		fmt.Fprintf(w, "%s backfill %s (%s): %s\n", paint("36", "»"), b.File, b.Flow, b.Status)
+		fmt.Fprintf(w, "      where: %s\n", b.Where)
+		if b.Range != "" {
+			fmt.Fprintf(w, "      recomputes: %s\n", b.Range)
+		}
+		if b.EstimatedRows != nil {
+			fmt.Fprintf(w, "      estimated rows now in that range: %d\n", *b.EstimatedRows)
+		}
+		fmt.Fprintf(w, "      reason: %s\n", b.Reason)
+	}
 	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
 }
 
@@ -79,7 +90,7 @@ func (p *Plan) summaryLine() string {
 	if p.Summary.Destructive {
 		d = "yes (needs --allow-destructive)"
 	}
-	return fmt.Sprintf("Plan: %d flows, %d with definition changes, destructive: %s.", p.Summary.Flows, p.Summary.DefinitionChanges, d)
+	return fmt.Sprintf("Plan: %d flows, %d with definition changes, %d backfills to run, destructive: %s.", p.Summary.Flows, p.Summary.DefinitionChanges, p.Summary.PendingBackfills, d)
 }
 
 // maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
@@ -93,6 +104,12 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, f.Action, mdList(f.Reasons), mdList(f.Changes))
+	}
+	if len(p.Backfills) > 0 {
+		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
+		for _, bf := range p.Backfills {
+			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", bf.File, bf.Flow, bf.Status, mdCode(bf.Range), strings.ReplaceAll(bf.Reason, "|", "\\|"))
+		}
 	}
 	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
 	for _, f := range p.Flows {
@@ -128,4 +145,11 @@ func mdList(s []string) string {
 		return ""
 	}
 	return "`" + strings.Join(s, "`, `") + "`"
+}
+
+func mdCode(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + s + "`"
 }

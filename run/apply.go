@@ -23,8 +23,23 @@ type Deployment struct {
 // deployment when all succeeded. A flow whose dependency failed is skipped:
 // refreshing it would read a target that is not up to date.
 func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, each func(Result)) ([]Result, error) {
+	return r.ApplyAll(ctx, p, dep, nil, each, nil)
+}
+
+// ApplyAll is Apply with backfill files: each pending one runs once, after
+// its flow's own refresh, in file order.
+func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deployment, jobs []*BackfillJob, each func(Result), progress func(BatchProgress)) ([]Result, error) {
 	if err := r.preflight(ctx, p); err != nil {
 		return nil, err
+	}
+	for _, j := range jobs {
+		st, err := LedgerStatus(ctx, r.db, j.Path, j.Hash())
+		if err != nil {
+			return nil, err
+		}
+		if st == BackfillChanged {
+			return nil, refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", j.Path)
+		}
 	}
 	var results []Result
 	failed := map[string]bool{}
@@ -50,6 +65,23 @@ func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, 
 		results = append(results, res)
 		if each != nil {
 			each(res)
+		}
+		if res.Err != nil {
+			continue
+		}
+		for _, j := range jobs {
+			if j.Flow != f {
+				continue
+			}
+			if _, err := r.Backfill(ctx, j, progress); err != nil {
+				failed[f.Name()] = true
+				fail := Result{Flow: f.Name(), Action: ActionBackfill, Reasons: []string{Backfill}, Err: err}
+				results = append(results, fail)
+				if each != nil {
+					each(fail)
+				}
+				break
+			}
 		}
 	}
 	if len(failed) > 0 {

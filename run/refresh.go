@@ -87,6 +87,9 @@ type Request struct {
 	// Where is the override predicate (Mode Override), compiled against the
 	// flow's columns and not yet resolved.
 	Where *predicate.Predicate
+	// Record, when set, runs in the refresh's transaction just before it
+	// commits: a backfill's ledger commits with its batch or not at all.
+	Record func(ctx context.Context, tx *sql.Tx, res *Result) error
 }
 
 // Result is what one refresh did; it is also the event log's record.
@@ -279,6 +282,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	if err := insertEvent(ctx, tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
 		return err
+	}
+	if req.Record != nil {
+		if err := req.Record(ctx, tx, res); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add; an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 2
+const stateVersion = 3
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -64,6 +64,28 @@ var migrations = []string{
 		n      bigint NOT NULL,
 		h      bigint NOT NULL,
 		PRIMARY KEY (flow, source, whole, value)
+	);`,
+	// 3: the backfill ledger: each backfill file applied exactly once, in
+	// batches that are recorded as they commit.
+	`CREATE TABLE rwc.backfills (
+		path          text PRIMARY KEY,
+		content_hash  text NOT NULL,
+		flow          text NOT NULL,
+		reason        text NOT NULL,
+		commit        text,
+		rows_deleted  bigint NOT NULL DEFAULT 0,
+		rows_inserted bigint NOT NULL DEFAULT 0,
+		started_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+		finished_at   timestamptz
+	);
+	CREATE TABLE rwc.backfill_batches (
+		path          text NOT NULL REFERENCES rwc.backfills ON DELETE CASCADE,
+		batch         integer NOT NULL,
+		predicate_cel text NOT NULL,
+		rows_deleted  bigint,
+		rows_inserted bigint,
+		committed_at  timestamptz,
+		PRIMARY KEY (path, batch)
 	);`,
 }
 

@@ -121,7 +121,9 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 			}
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
-			_, err = run.New(db, opts).Apply(cmd.Context(), p, dep, func(r run.Result) { printResult(out, r) })
+			rep := newBatchReporter(out)
+			_, err = run.New(db, opts).ApplyAll(cmd.Context(), p, dep, backfillJobs(p, commit),
+				func(r run.Result) { printResult(out, r) }, rep.report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
 				return exitError{1}
@@ -185,6 +187,16 @@ func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 		return fmt.Errorf("the saved plan is stale (%s); nothing was changed: run rwc plan again", strings.Join(moved, "; "))
 	}
 	return nil
+}
+
+// backfillJobs turns the project's backfill files into jobs, in file order.
+func backfillJobs(p *compile.Project, commit string) []*run.BackfillJob {
+	var jobs []*run.BackfillJob
+	for _, b := range p.Backfills {
+		jobs = append(jobs, &run.BackfillJob{Path: b.File.File, Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
+			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit})
+	}
+	return jobs
 }
 
 func printResult(w io.Writer, r run.Result) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,6 +134,14 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
+		in.BackfillStatus = func(b *compile.Backfill) string {
+			content := strings.Join(head.Spec.Sources[b.File.File], "\n")
+			st, err := run.LedgerStatus(ctx, db, b.File.File, (&run.BackfillJob{Content: content}).Hash())
+			if err != nil {
+				return "pending"
+			}
+			return [...]string{"pending", "partial", "applied", "changed"}[st]
+		}
 	}
 	switch {
 	case pf.base != "":

@@ -346,3 +346,12 @@ func Coverage(windows []*Predicate, col string) string {
 	}
 	return s.String()
 }
+
+// Range renders what p selects on col, when p constrains col alone.
+func Range(p *Predicate, col string) (string, bool) {
+	s, exact, ok := projection(p.Root, col)
+	if !ok || !exact {
+		return "", false
+	}
+	return s.String(), true
+}

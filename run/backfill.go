@@ -1,0 +1,244 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// DefaultBatchDays is the batch size of a backfill that names none.
+const DefaultBatchDays = 30
+
+// BackfillJob is one backfill file to apply.
+type BackfillJob struct {
+	Path      string // as the spec directory shows it; the ledger's key
+	Content   string
+	Flow      *compile.Flow
+	Where     *predicate.Predicate
+	Reason    string
+	BatchDays int
+	Commit    string
+}
+
+// Hash identifies the file's content: a file changed after it was applied
+// is an error, not a new backfill.
+func (j BackfillJob) Hash() string {
+	h := sha256.Sum256([]byte(j.Content))
+	return hex.EncodeToString(h[:])
+}
+
+// BatchProgress reports one committed batch.
+type BatchProgress struct {
+	Job          *BackfillJob
+	Batch, Total int
+	Result       Result
+}
+
+// BackfillStatus is a backfill file's line in the ledger.
+type BackfillStatus int
+
+const (
+	BackfillPending BackfillStatus = iota // never started
+	BackfillPartial                       // started, some batches left
+	BackfillDone                          // applied
+	BackfillChanged                       // applied or started with other content
+)
+
+// LedgerStatus reads where a backfill file stands.
+func LedgerStatus(ctx context.Context, q queryer, path, hash string) (BackfillStatus, error) {
+	var stored string
+	var finished sql.NullTime
+	err := q.QueryRowContext(ctx, `SELECT content_hash, finished_at FROM rwc.backfills WHERE path = $1`, path).Scan(&stored, &finished)
+	switch {
+	case err == sql.ErrNoRows:
+		return BackfillPending, nil
+	case err != nil:
+		return 0, err
+	case stored != hash:
+		return BackfillChanged, nil
+	case finished.Valid:
+		return BackfillDone, nil
+	}
+	return BackfillPartial, nil
+}
+
+// Backfill applies a backfill file exactly once. The batches are planned
+// and recorded when it starts; each batch is its own transaction and marks
+// itself done in the ledger as it commits, so a failed or killed backfill
+// resumes at the first unfinished batch, recomputing nothing twice and
+// skipping nothing. The flow's window is left out of the batches: the flow's
+// own refresh, which runs first, recomputes it.
+func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(BatchProgress)) (done bool, err error) {
+	st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash())
+	if err != nil {
+		return false, err
+	}
+	switch st {
+	case BackfillDone:
+		return false, nil
+	case BackfillChanged:
+		return false, refuse("backfill %s was changed after it was applied (or started): a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)
+	case BackfillPending:
+		if err := r.startBackfill(ctx, job); err != nil {
+			return false, err
+		}
+	}
+	batches, err := r.pendingBatches(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	total, err := r.batchCount(ctx, job.Path)
+	if err != nil {
+		return false, err
+	}
+	cols := make([]predicate.Column, len(job.Flow.Table.Columns))
+	for i, c := range job.Flow.Table.Columns {
+		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
+	}
+	for _, b := range batches {
+		p, issues := predicate.Compile(b.cel, cols)
+		if len(issues) > 0 {
+			return false, fmt.Errorf("backfill %s batch %d: %s", job.Path, b.n, issues[0].Message)
+		}
+		n := b.n
+		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p,
+			Record: func(ctx context.Context, tx *sql.Tx, res *Result) error {
+				if _, err := tx.ExecContext(ctx, `UPDATE rwc.backfill_batches SET rows_deleted = $3, rows_inserted = $4, committed_at = clock_timestamp()
+					WHERE path = $1 AND batch = $2`, job.Path, n, res.RowsDeleted, res.RowsInserted); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, `UPDATE rwc.backfills SET rows_deleted = rows_deleted + $2, rows_inserted = rows_inserted + $3 WHERE path = $1`,
+					job.Path, res.RowsDeleted, res.RowsInserted)
+				return err
+			}})
+		if res.Err != nil {
+			return false, fmt.Errorf("backfill %s, batch %d of %d: %w (the batches before it are kept; the next rwc apply resumes here)", job.Path, n, total, res.Err)
+		}
+		if progress != nil {
+			progress(BatchProgress{Job: job, Batch: n, Total: total, Result: res})
+		}
+	}
+	_, err = r.db.ExecContext(ctx, `UPDATE rwc.backfills SET finished_at = clock_timestamp() WHERE path = $1`, job.Path)
+	return true, err
+}
+
+// PlanBatches splits a backfill into its batches as CEL predicates.
+func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
+	days := job.BatchDays
+	if days == 0 {
+		days = DefaultBatchDays
+	}
+	where, err := job.Where.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+	if err != nil {
+		return nil, err
+	}
+	window, err := job.Flow.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+	if err != nil {
+		return nil, err
+	}
+	if job.Flow.PartitionBy == "" || job.Flow.Table.Column(job.Flow.PartitionBy).Type.Base != "date" {
+		return []string{where.Root.CEL()}, nil
+	}
+	batches, ok := predicate.Batches(where, window, job.Flow.PartitionBy, days)
+	if !ok {
+		return []string{where.Root.CEL()}, nil
+	}
+	return batches, nil
+}
+
+func (r *Runner) startBackfill(ctx context.Context, job *BackfillJob) error {
+	batches, err := r.PlanBatches(job)
+	if err != nil {
+		return err
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.backfills (path, content_hash, flow, reason, commit) VALUES ($1, $2, $3, $4, NULLIF($5, ''))`,
+		job.Path, job.Hash(), job.Flow.Name(), job.Reason, job.Commit); err != nil {
+		return err
+	}
+	for i, b := range batches {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.backfill_batches (path, batch, predicate_cel) VALUES ($1, $2, $3)`, job.Path, i+1, b); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+type batch struct {
+	n   int
+	cel string
+}
+
+func (r *Runner) pendingBatches(ctx context.Context, job *BackfillJob) ([]batch, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT batch, predicate_cel FROM rwc.backfill_batches WHERE path = $1 AND committed_at IS NULL ORDER BY batch`, job.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []batch
+	for rows.Next() {
+		var b batch
+		if err := rows.Scan(&b.n, &b.cel); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+func (r *Runner) batchCount(ctx context.Context, path string) (int, error) {
+	var n int
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM rwc.backfill_batches WHERE path = $1`, path).Scan(&n)
+	return n, err
+}
+
+// LedgerEntry is one backfill in the ledger, for status.
+type LedgerEntry struct {
+	Path         string     `json:"path"`
+	Flow         string     `json:"flow"`
+	Reason       string     `json:"reason"`
+	Commit       string     `json:"commit,omitempty"`
+	Batches      int        `json:"batches"`
+	BatchesDone  int        `json:"batches_done"`
+	RowsDeleted  int64      `json:"rows_deleted"`
+	RowsInserted int64      `json:"rows_inserted"`
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+}
+
+// Ledger lists every backfill rwc has started, oldest first.
+func Ledger(ctx context.Context, db *sql.DB) ([]LedgerEntry, error) {
+	rows, err := db.QueryContext(ctx, `SELECT b.path, b.flow, b.reason, coalesce(b.commit, ''), count(x.batch), count(x.committed_at),
+			b.rows_deleted, b.rows_inserted, b.started_at, b.finished_at
+		FROM rwc.backfills b LEFT JOIN rwc.backfill_batches x ON x.path = b.path
+		GROUP BY b.path ORDER BY b.started_at, b.path`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LedgerEntry
+	for rows.Next() {
+		var e LedgerEntry
+		var fin sql.NullTime
+		if err := rows.Scan(&e.Path, &e.Flow, &e.Reason, &e.Commit, &e.Batches, &e.BatchesDone, &e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &fin); err != nil {
+			return nil, err
+		}
+		e.StartedAt = e.StartedAt.UTC()
+		if fin.Valid {
+			t := fin.Time.UTC()
+			e.FinishedAt = &t
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
