@@ -144,7 +144,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			p.Summary.PendingBackfills++
 		case "changed":
 			src := in.Head.Backfills[i].File
-			p.Diagnostics.Errorf("RW114", diag.Pos{File: src.File, Line: 1, Column: 1},
+			p.Diagnostics.Errorf("RW501", diag.Pos{File: src.File, Line: 1, Column: 1},
 				"restore the file as it was applied; to recompute another range, commit a new backfill file",
 				"backfill file %s was changed after it was applied: rwc apply refuses it", src.File)
 		}
