@@ -24,6 +24,9 @@ type BackfillJob struct {
 	Reason    string
 	BatchDays int
 	Commit    string
+	// KeepWindow: do not leave the flow's window out of the batches (a
+	// command-line override runs without the flow's own refresh first).
+	KeepWindow bool
 }
 
 // Hash identifies the file's content: a file changed after it was applied
@@ -144,6 +147,9 @@ func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
 	}
 	if job.Flow.PartitionBy == "" || job.Flow.Table.Column(job.Flow.PartitionBy).Type.Base != "date" {
 		return []string{where.Root.CEL()}, nil
+	}
+	if job.KeepWindow {
+		window = nil
 	}
 	batches, ok := predicate.Batches(where, window, job.Flow.PartitionBy, days)
 	if !ok {

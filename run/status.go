@@ -72,6 +72,8 @@ type Status struct {
 	DeployedAt *time.Time   `json:"deployed_at"`
 	DeployedBy string       `json:"deployed_by"`
 	Flows      []FlowStatus `json:"flows"`
+	// Backfills is the ledger (see Ledger), filled by the caller.
+	Backfills []LedgerEntry `json:"backfills"`
 }
 
 // ReadStatus reads the state.

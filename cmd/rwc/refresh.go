@@ -15,6 +15,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var where, specs string
 	var full, explain bool
+	var batchSize int
 	cmd := &cobra.Command{
 		Use:   "refresh FLOW...",
 		Short: "Refresh flows now; --where for a one-off predicate, --full to truncate and recompute",
@@ -69,7 +70,15 @@ properties: {reset_allowed: false}.
 			defer db.Close()
 			r := run.New(db, opts)
 			failed := 0
+			rep := newBatchReporter(cmd.OutOrStdout())
 			for _, req := range reqs {
+				if req.Mode == run.Override {
+					if err := refreshBatched(cmd, r, req, batchSize, rep); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
+						failed++
+					}
+					continue
+				}
 				res := r.Refresh(cmd.Context(), req)
 				printResult(cmd.OutOrStdout(), res)
 				if res.Err != nil {
@@ -85,6 +94,7 @@ properties: {reset_allowed: false}.
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
 	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
+	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd)
 	return cmd
@@ -140,6 +150,34 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) er
 			fmt.Fprintf(out, "%s;\n", st)
 		}
 		fmt.Fprintf(out, "COMMIT;\n\n")
+	}
+	return nil
+}
+
+// refreshBatched runs a --where override in batches along the partition
+// column; each batch commits on its own, so an interrupted run keeps what
+// it finished and running it again is safe.
+func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter) error {
+	job := &run.BackfillJob{Path: "--where", Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
+	batches, err := r.PlanBatches(job)
+	if err != nil {
+		return err
+	}
+	for i, b := range batches {
+		p, ds := compileWhere(b, req.Flow)
+		if ds.HasErrors() {
+			return fmt.Errorf("batch %d: %s", i+1, ds[0].Message)
+		}
+		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p})
+		if res.Err != nil {
+			printResult(cmd.OutOrStdout(), res)
+			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))
+		}
+		if len(batches) == 1 {
+			printResult(cmd.OutOrStdout(), res)
+			continue
+		}
+		rep.report(run.BatchProgress{Job: job, Batch: i + 1, Total: len(batches), Result: res})
 	}
 	return nil
 }

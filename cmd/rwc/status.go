@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,6 +32,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			defer db.Close()
 			st, err := run.ReadStatus(cmd.Context(), db)
 			if err != nil {
+				return err
+			}
+			if st.Backfills, err = run.Ledger(cmd.Context(), db); err != nil {
 				return err
 			}
 			// Coverage needs the flows' column types: read the specs when
@@ -84,7 +89,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			for _, f := range st.Flows {
 				writeCoverage(out, f)
 			}
-			return nil
+			return writeLedger(cmd.Context(), out, db)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
@@ -177,4 +182,22 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+func writeLedger(ctx context.Context, w io.Writer, db *sql.DB) error {
+	entries, err := run.Ledger(ctx, db)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	fmt.Fprintln(w, "\nbackfills:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  FILE\tFLOW\tBATCHES\tDELETED\tINSERTED\tFINISHED\tREASON")
+	for _, e := range entries {
+		fin := "not yet (rwc apply resumes it)"
+		if e.FinishedAt != nil {
+			fin = e.FinishedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", e.Path, e.Flow, e.BatchesDone, e.Batches, e.RowsDeleted, e.RowsInserted, fin, e.Reason)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/plan/<case>/ from the current output")
+
+// planAt is the instant every golden plan is resolved at.
+const planAt = "2026-11-29T12:00:00Z"
+
+// TestPlanGolden runs the real `rwc plan` over every testdata/plan/<case>/
+// (see testdata/plan/README.md) in the three formats and compares the
+// output and the --detailed-exitcode status with the case's want files.
+func TestPlanGolden(t *testing.T) {
+	cases, err := filepath.Glob("testdata/plan/*/head")
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no plan cases: %v", err)
+	}
+	for _, head := range cases {
+		dir := filepath.Dir(head)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			repo, base := planRepo(t, dir)
+			common := []string{"-C", repo, "plan", "--base", base, "--at", planAt}
+			var code0 int
+			for i, f := range []struct{ format, want string }{{"text", "want.txt"}, {"markdown", "want.md"}, {"json", "want.json"}} {
+				out, errOut, code := runRWC(t, append(common, "--format", f.format, "--detailed-exitcode")...)
+				if errOut != "" {
+					t.Errorf("--format %s wrote to stderr:\n%s", f.format, errOut)
+				}
+				if i == 0 {
+					code0 = code
+				} else if code != code0 {
+					t.Errorf("--format %s exited %d, --format text %d", f.format, code, code0)
+				}
+				golden(t, filepath.Join(dir, f.want), out)
+			}
+			golden(t, filepath.Join(dir, "want.exitcode"), strconv.Itoa(code0)+"\n")
+			// Without --detailed-exitcode the status is 0 and the output the same.
+			out, _, code := runRWC(t, append(common, "--format", "text")...)
+			if code != 0 {
+				t.Errorf("without --detailed-exitcode: exit %d, want 0", code)
+			}
+			if want, _ := os.ReadFile(filepath.Join(dir, "want.txt")); !*update && out != string(want) {
+				t.Errorf("without --detailed-exitcode the text differs:\n%s", out)
+			}
+		})
+	}
+	if len(cases) < 12 {
+		t.Errorf("the plan corpus has %d cases; keep at least 12", len(cases))
+	}
+}
+
+// planRepo builds the case's git repository in a temp dir and returns it
+// with the --base revision to plan against.
+func planRepo(t *testing.T, caseDir string) (dir, base string) {
+	t.Helper()
+	dir = t.TempDir()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fixed times make the commit hashes, hence the golden output, stable.
+	when := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	commit := func(msg string) {
+		t.Helper()
+		if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+			t.Fatal(err)
+		}
+		sig := &object.Signature{Name: "Golden Test", Email: "golden@rwc.dev", When: when}
+		if _, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}); err != nil {
+			t.Fatal(err)
+		}
+		when = when.Add(time.Hour)
+	}
+	pipelines := filepath.Join(dir, "pipelines")
+	if _, err := os.Stat(filepath.Join(caseDir, "base")); err == nil {
+		copyTree(t, filepath.Join(caseDir, "base"), pipelines)
+	} else if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("nothing deployed yet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit("base")
+	if err := os.RemoveAll(pipelines); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, filepath.Join(caseDir, "head"), pipelines)
+	if _, err := os.Stat(filepath.Join(caseDir, "uncommitted")); err == nil {
+		return dir, "HEAD"
+	}
+	commit("head")
+	return dir, "HEAD~1"
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runRWC runs the command in-process with stdout and stderr captured
+// through pipes, without a database (RWC_DATABASE_URL empty, and the temp
+// repositories have no .rwc/), and restores the working directory -C moves.
+func runRWC(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	t.Setenv("RWC_DATABASE_URL", "")
+	t.Setenv("RWC_TIMEZONE", "")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	ro, wo, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, we, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(r *os.File) <-chan string {
+		c := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(r)
+			r.Close()
+			c <- string(b)
+		}()
+		return c
+	}
+	outC, errC := read(ro), read(re)
+	func() {
+		defer func() {
+			os.Stdout, os.Stderr = oldOut, oldErr
+			wo.Close()
+			we.Close()
+		}()
+		os.Stdout, os.Stderr = wo, we
+		code = execute(args)
+	}()
+	return <-outC, <-errC, code
+}
+
+// golden compares got with the file, or rewrites the file under -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/rwc -run TestPlanGolden -update)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("output differs from %s\n--- got\n%s\n--- want\n%s\n--- diff\n%s", path, got, want, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff lists the lines that differ, a minimal aid for reading failures.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString(strconv.Itoa(i+1) + "\n  - " + wl + "\n  + " + gl + "\n")
+		}
+	}
+	return b.String()
+}
