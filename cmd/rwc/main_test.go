@@ -1,11 +1,16 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
+
+// update rewrites generated and golden files (docs/cli.md,
+// testdata/plan/<case>/want.*) from the current output.
+var update = flag.Bool("update", false, "rewrite generated docs and golden files from the current output")
 
 func TestMain(m *testing.M) {
 	os.Exit(testscript.RunMain(m, map[string]func() int{
