@@ -16,15 +16,18 @@ echo "$url"
 step "load sample sources (pipelines/sample-data.sql)"
 psql -q -X -v ON_ERROR_STOP=1 "$url" -f pipelines/sample-data.sql >/dev/null 2>&1
 
-step "rwc apply"
-$rwc apply
+step "rwc plan   (what apply would do, against what was deployed)"
+$rwc plan
 
-step "late data arrives for yesterday; rwc apply recomputes only the windows"
+step "rwc apply  (refresh every flow, run the committed backfill file once)"
+$rwc apply --allow-dirty
+
+step "late data arrives for yesterday; rwc apply recomputes only that day (incremental)"
 psql -q -X "$url" -c "INSERT INTO clickstream_events SELECT 10000000 + i, current_date - 1, '/late', i FROM generate_series(1, 500) i"
-$rwc apply
+$rwc apply --allow-dirty
 
-step "a one-off backfill of the clickstream's last 20 days"
-$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20)"
+step "a one-off recompute of 18 older days of the clickstream, in batches of 7 days"
+$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch-size 7
 
 step "a full refresh of sales_daily is refused (reset_allowed: false)"
 $rwc refresh sales_daily --full || true
