@@ -25,11 +25,14 @@ type Probe struct {
 	// Whole: the source does not expose the partition column, so it is
 	// fingerprinted as a whole (one row with a NULL partition value).
 	Whole bool
-	SQL   string
+	// Relation is the table as SQL names it (quoted), for the runner to
+	// check it is one whose rows have a ctid (not a view).
+	Relation string
+	SQL      string
 }
 
 // maxIncrementalPartitions bounds the partitions an incremental refresh
-// recomputes by listing them; past it a full window recompute is cheaper.
+// recomputes by listing them; past it, it recomputes the range they span.
 const maxIncrementalPartitions = 200
 
 // Incremental says whether f can refresh incrementally at all, by its
@@ -51,36 +54,51 @@ func (f *Flow) Incremental() bool {
 }
 
 // Probes returns the fingerprint queries of f's sources for a window.
+//
+// A source is fingerprinted per partition value only when every reference
+// to it in the query is a scan the window reaches, all through one and the
+// same column: then the query's rows of one partition value depend on that
+// value's rows of the source alone. A reference that reads it otherwise (a
+// self-join on another key, a subquery in SELECT or WHERE) makes any of its
+// rows matter to every partition, so such a source is fingerprinted whole.
+// The column probed is the source's own (Exposure.Column), not the name the
+// top-level query gives it: a subquery may rename it.
 func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
-	exposing := map[string]query.PushTarget{}
-	for _, t := range f.Query.Pushable([]string{f.PartitionBy}) {
-		name := tableName(t.Table)
-		if _, seen := exposing[name]; !seen {
-			exposing[name] = t
+	refs := map[string]int{}
+	for _, t := range f.Query.References {
+		refs[tableName(t)]++
+	}
+	exposed := map[string]map[int]bool{} // table -> offsets of its exposed references
+	columns := map[string]map[string]bool{}
+	if l := f.Query.Lineage(f.PartitionBy); l.Found && !l.FromStar {
+		for _, x := range l.Exposed {
+			name := tableName(x.Table)
+			if exposed[name] == nil {
+				exposed[name], columns[name] = map[int]bool{}, map[string]bool{}
+			}
+			exposed[name][x.Table.Offset] = true
+			columns[name][x.Column] = true
 		}
 	}
 	var out []Probe
-	seen := map[string]bool{}
 	for _, t := range f.Query.Tables {
 		name := tableName(t)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
 		from := quoteTable(t) + " AS s"
-		if pt, ok := exposing[name]; ok {
-			col := pt.Refs[f.PartitionBy]
-			col = "s." + col[strings.LastIndexByte(col, '.')+1:]
+		if len(exposed[name]) == refs[name] && len(columns[name]) == 1 {
+			var col string
+			for c := range columns[name] {
+				col = "s." + pq.QuoteIdentifier(c)
+			}
 			cond, err := window.SQL(func(string) string { return col })
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Probe{Source: name, SQL: fmt.Sprintf(
+			out = append(out, Probe{Source: name, Relation: quoteTable(t), SQL: fmt.Sprintf(
 				"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.ctid::text || ':' || s.xmin::text)), 0) FROM %s WHERE %s GROUP BY 1",
 				col, from, cond)})
 			continue
 		}
-		out = append(out, Probe{Source: name, Whole: true, SQL: fmt.Sprintf(
+		out = append(out, Probe{Source: name, Whole: true, Relation: quoteTable(t), SQL: fmt.Sprintf(
 			"SELECT NULL::text, count(*), coalesce(sum(hashtext(s.ctid::text || ':' || s.xmin::text)), 0) FROM %s", from)})
 	}
 	return out, nil
@@ -101,26 +119,50 @@ func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
 
 // Narrow is the window restricted to the given partition values (as
 // PostgreSQL prints them): the predicate an incremental refresh runs with,
-// so that push-down and BY NAME work exactly as for a full window.
+// so that push-down and BY NAME work exactly as for a full window. Past
+// maxIncrementalPartitions values it is the window restricted to the range
+// from the least to the greatest of them instead: recomputing an unchanged
+// partition in between costs time, never correctness.
 func (f *Flow) Narrow(window *predicate.Predicate, values []string) (*predicate.Predicate, error) {
-	if len(values) > maxIncrementalPartitions {
-		return nil, fmt.Errorf("%d partitions changed: more than %d", len(values), maxIncrementalPartitions)
+	if len(values) == 0 {
+		return nil, fmt.Errorf("no partition values")
 	}
+	family := f.Table.Column(f.PartitionBy).Type.Family
 	lits := make([]string, len(values))
+	keys := make([]any, len(values)) // each value in the column type's order
 	for i, v := range values {
-		switch f.Table.Column(f.PartitionBy).Type.Family {
+		switch family {
 		case pgtype.Date:
-			lits[i] = "date('" + v + "')"
-		case pgtype.Int:
-			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			d, err := predicate.ParseDate(v)
+			if err != nil {
 				return nil, err
 			}
-			lits[i] = v
+			lits[i], keys[i] = "date('"+d.String()+"')", int64(d)
+		case pgtype.Int:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			lits[i], keys[i] = strconv.FormatInt(n, 10), n
 		default:
-			lits[i] = strconv.Quote(v)
+			lits[i], keys[i] = strconv.Quote(v), v // byte order, as CEL and COLLATE "C" compare
 		}
 	}
-	text := "(" + window.Root.CEL() + ") && " + f.PartitionBy + " in [" + strings.Join(lits, ", ") + "]"
+	var text string
+	if len(values) > maxIncrementalPartitions {
+		lo, hi := 0, 0
+		for i := range keys {
+			if less(keys[i], keys[lo]) {
+				lo = i
+			}
+			if less(keys[hi], keys[i]) {
+				hi = i
+			}
+		}
+		text = "(" + window.Root.CEL() + ") && " + f.PartitionBy + " >= " + lits[lo] + " && " + f.PartitionBy + " <= " + lits[hi]
+	} else {
+		text = "(" + window.Root.CEL() + ") && " + f.PartitionBy + " in [" + strings.Join(lits, ", ") + "]"
+	}
 	p, issues := predicate.Compile(text, predicateColumns(f.Table))
 	if len(issues) > 0 {
 		return nil, fmt.Errorf("narrowed window %q: %s", text, issues[0].Message)
@@ -133,4 +175,14 @@ func quoteTable(t query.TableRef) string {
 		return pq.QuoteIdentifier(t.Schema) + "." + pq.QuoteIdentifier(t.Name)
 	}
 	return pq.QuoteIdentifier(t.Name)
+}
+
+func less(a, b any) bool {
+	switch x := a.(type) {
+	case int64:
+		return x < b.(int64)
+	case string:
+		return x < b.(string)
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -287,7 +288,11 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) BackfillPl
 	case in.BackfillStatus != nil:
 		bp.Status = in.BackfillStatus(b)
 	case in.Base != nil && in.Base.Spec.Sources[b.File.File] != nil:
+		// Without a ledger, the deployed file stands for the applied one.
 		bp.Status = "applied"
+		if !slices.Equal(in.Base.Spec.Sources[b.File.File], in.Head.Spec.Sources[b.File.File]) {
+			bp.Status = "changed"
+		}
 	}
 	if b.Flow.PartitionBy != "" {
 		if r, ok := predicate.Range(b.Predicate, b.Flow.PartitionBy); ok {

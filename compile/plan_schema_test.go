@@ -127,14 +127,22 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 	p, err = compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree", Commit: strings.Repeat("b", 40), Dirty: true},
 		Base: base, BaseRev: compile.Rev{Source: "state", Commit: strings.Repeat("c", 40)}, State: state,
 		Basis: compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
-		Estimate: func(*compile.Flow, compile.Statements) *int64 { return &n }})
+		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
+		BackfillStatus: func(*compile.Backfill) string { return "changed" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SpecDir = "pipelines"
-	p.Diagnostics = append(p.Diagnostics, diag.Diagnostic{Code: "RW212", Severity: diag.Warning,
-		Pos: diag.Pos{File: "pipelines/x.yaml", Line: 3, Column: 5}, Message: "m", Hint: "h"})
 	seen := map[string]bool{}
+	for _, b := range p.Backfills {
+		seen["backfill "+b.Status] = true
+		if b.Range != "" && b.EstimatedRows != nil {
+			seen["backfill range and estimate"] = true
+		}
+	}
+	for _, d := range p.Diagnostics {
+		seen["diagnostic "+d.Code] = true
+	}
 	for _, f := range p.Flows {
 		for _, c := range f.Changes {
 			seen[strings.SplitN(c, ":", 2)[0]] = true
@@ -150,7 +158,8 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"new", "removed", "query_changed", "properties_changed", "predicate_widened", "column_added",
-		"column_dropped", "column_retyped", "window_change", "destructive", "estimated_rows"} {
+		"column_dropped", "column_retyped", "window_change", "destructive", "estimated_rows", "backfill changed",
+		"backfill range and estimate", "diagnostic RW501"} {
 		if !seen[want] {
 			t.Errorf("the changed plan has no %s: the variant no longer exercises it", want)
 		}
@@ -218,7 +227,8 @@ func TestPlanSchemaRejects(t *testing.T) {
 	sch := planSchema(t)
 	good := `{"format_version":1,"spec_dir":"pipelines","at":"2026-11-29T12:00:00Z","timezone":"UTC",
 		"base":{"source":"none"},"head":{"source":"worktree"},"diagnostics":[],
-		"summary":{"flows":1,"definition_changes":1,"destructive":false},
+		"backfills":[{"file":"pipelines/backfills/b.yaml","flow":"f","where":"d >= date('2026-01-01')","reason":"r","status":"pending"}],
+		"summary":{"flows":1,"definition_changes":1,"pending_backfills":1,"destructive":false},
 		"basis":{"deployment":0,"specs":"x","last_refresh":null},
 		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[]}]}`
 	validatePlanJSON(t, sch, "the minimal plan", []byte(good))
@@ -231,6 +241,7 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"bad at":           {`"at":"2026-11-29T12:00:00Z"`, `"at":"yesterday"`},
 		"unknown source":   {`"source":"none"`, `"source":"s3"`},
 		"no flows":         {`"flows":[`, `"flaws":[`},
+		"backfill status":  {`"status":"pending"`, `"status":"queued"`},
 	} {
 		if !strings.Contains(good, bad[0]) {
 			t.Fatalf("%s: %q not in the minimal plan", name, bad[0])
@@ -264,6 +275,7 @@ func TestPlanSchemaDescribesEveryField(t *testing.T) {
 		{reflect.TypeFor[compile.Plan](), top},
 		{reflect.TypeFor[compile.Rev](), props(defs["rev"])},
 		{reflect.TypeFor[compile.FlowPlan](), props(defs["flow"])},
+		{reflect.TypeFor[compile.BackfillPlan](), props(defs["backfill"])},
 		{reflect.TypeFor[predicate.Change](), props(props(defs["flow"])["window_change"])},
 		{reflect.TypeFor[compile.PlanSummary](), props(top["summary"])},
 		{reflect.TypeFor[compile.Fingerprints](), props(top["basis"])},

@@ -40,13 +40,13 @@ func movingUpperBounds(e *predicate.Expr, negated bool) []string {
 			return nil
 		}
 		if col.Op != predicate.OpCol {
-			col, val, op = val, col, mirror(op)
+			col, val, op = val, col, predicate.Mirror(op)
 		}
 		if col.Op != predicate.OpCol || !temporal(val) {
 			return nil
 		}
 		if negated {
-			op = negate(op)
+			op = predicate.Negate(op)
 		}
 		if op == predicate.OpLt || op == predicate.OpLe || op == predicate.OpEq {
 			out = append(out, col.Col.Name)
@@ -63,38 +63,6 @@ func temporal(e *predicate.Expr) bool {
 		}
 	}
 	return found
-}
-
-func mirror(op predicate.Op) predicate.Op {
-	switch op {
-	case predicate.OpLt:
-		return predicate.OpGt
-	case predicate.OpLe:
-		return predicate.OpGe
-	case predicate.OpGt:
-		return predicate.OpLt
-	case predicate.OpGe:
-		return predicate.OpLe
-	}
-	return op
-}
-
-func negate(op predicate.Op) predicate.Op {
-	switch op {
-	case predicate.OpLt:
-		return predicate.OpGe
-	case predicate.OpLe:
-		return predicate.OpGt
-	case predicate.OpGt:
-		return predicate.OpLe
-	case predicate.OpGe:
-		return predicate.OpLt
-	case predicate.OpEq:
-		return predicate.OpNe
-	case predicate.OpNe:
-		return predicate.OpEq
-	}
-	return op
 }
 
 func dedupe(s []string) []string {

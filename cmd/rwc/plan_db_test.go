@@ -100,9 +100,6 @@ func startCluster(t *testing.T) *pgcluster.Cluster {
 	return c
 }
 
-// commitClock makes commit hashes independent of when the test runs.
-var commitClock atomic.Int64
-
 func cmdCommit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: commit MSG")
@@ -116,7 +113,11 @@ func cmdCommit(ts *testscript.TestScript, neg bool, args []string) {
 	wt, err := repo.Worktree()
 	ts.Check(err)
 	ts.Check(wt.AddWithOptions(&git.AddOptions{All: true}))
-	when := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC).Add(time.Duration(commitClock.Add(1)) * time.Minute)
+	// Each script's nth commit has the same time on every run, so the same
+	// content gives the same hash.
+	n, _ := strconv.Atoi(ts.Getenv("COMMIT_SEQ"))
+	ts.Setenv("COMMIT_SEQ", strconv.Itoa(n+1))
+	when := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Minute)
 	sig := &object.Signature{Name: "Plan Test", Email: "plan@rwc.dev", When: when}
 	h, err := wt.Commit(args[0], &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true})
 	ts.Check(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"io"
 	"io/fs"
 	"os"
@@ -15,8 +14,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/plan/<case>/ from the current output")
 
 // planAt is the instant every golden plan is resolved at.
 const planAt = "2026-11-29T12:00:00Z"

@@ -17,6 +17,11 @@ type Analysis struct {
 	// subqueries, CTE bodies, set operation arms), deduplicated by schema and
 	// name, ordered by first appearance. CTE names are not tables.
 	Tables []TableRef
+	// References is every reference to a base table, in query order, not
+	// deduplicated: a table read twice (a self-join, a subquery in WHERE)
+	// is there twice. A CTE's tables are there once however often the CTE
+	// is read (and then it is not inlined, so nothing in it is Exposed).
+	References []TableRef
 	// Aggregates is true when the top-level query groups: GROUP BY, HAVING or
 	// an aggregate call in its target list. For a set operation: any arm.
 	Aggregates bool

@@ -78,9 +78,10 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 		return nil, a.notSelect
 	}
 	res := &Analysis{
-		Tables: distinctTables(a.tables),
-		SetOp:  isSetOp(top),
-		q:      a,
+		Tables:     distinctTables(a.tables),
+		References: byOffset(a.tables),
+		SetOp:      isSetOp(top),
+		q:          a,
 	}
 	for _, t := range targets(leftmost(top)) {
 		if t.star {

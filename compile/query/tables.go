@@ -158,11 +158,17 @@ func nodeOffsetOf(rv *pg.RangeVar) int {
 	return int(rv.GetLocation())
 }
 
+// byOffset returns refs ordered by position in the query.
+func byOffset(refs []TableRef) []TableRef {
+	sorted := append([]TableRef(nil), refs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Offset < sorted[j].Offset })
+	return sorted
+}
+
 // distinctTables deduplicates by schema and name, keeping the first
 // occurrence, ordered by position in the query.
 func distinctTables(refs []TableRef) []TableRef {
-	sorted := append([]TableRef(nil), refs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Offset < sorted[j].Offset })
+	sorted := byOffset(refs)
 	type key struct{ schema, name string }
 	seen := map[key]bool{}
 	var out []TableRef

@@ -232,7 +232,7 @@ func columnSet(e *Expr) (string, Kind, ivset, bool) {
 	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
 		l, r, op := e.Args[0], e.Args[1], e.Op
 		if l.Op == OpLit {
-			l, r, op = r, l, mirrorOp(op)
+			l, r, op = r, l, Mirror(op)
 		}
 		col, shift, ok := columnOf(l)
 		if !ok || r.Op != OpLit {
@@ -320,19 +320,6 @@ func intRange(op Op, f float64) ivset {
 	return rangeOf(OpGe, hi)
 }
 
-func mirrorOp(op Op) Op {
-	switch op {
-	case OpLt:
-		return OpGt
-	case OpLe:
-		return OpGe
-	case OpGt:
-		return OpLt
-	case OpGe:
-		return OpLe
-	}
-	return op
-}
 
 // Coverage is the union of the windows' ranges on col, rendered like a
 // plan's ranges ("[2026-10-01, +∞)"); windows rwc cannot reason about count

@@ -154,3 +154,38 @@ func (rc Resolution) loc() *time.Location {
 	}
 	return rc.Zone
 }
+
+// Mirror is the comparison with its operands swapped: a < b is b > a.
+func Mirror(op Op) Op {
+	switch op {
+	case OpLt:
+		return OpGt
+	case OpLe:
+		return OpGe
+	case OpGt:
+		return OpLt
+	case OpGe:
+		return OpLe
+	}
+	return op
+}
+
+// Negate is the comparison that is TRUE exactly where op is FALSE (both are
+// NULL where either operand is): !(a < b) is a >= b.
+func Negate(op Op) Op {
+	switch op {
+	case OpLt:
+		return OpGe
+	case OpLe:
+		return OpGt
+	case OpGt:
+		return OpLe
+	case OpGe:
+		return OpLt
+	case OpEq:
+		return OpNe
+	case OpNe:
+		return OpEq
+	}
+	return op
+}
