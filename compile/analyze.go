@@ -7,6 +7,7 @@ package compile
 import (
 	"io/fs"
 	"strings"
+	"sync"
 
 	"github.com/rwc-dev/rwc/compile/query"
 	"github.com/rwc-dev/rwc/diag"
@@ -24,6 +25,9 @@ type Flow struct {
 	PartitionBy string
 	// DependsOn are the flows whose targets this flow's query reads.
 	DependsOn []*Flow
+
+	fingerprintOnce sync.Once
+	fingerprint     string
 }
 
 // Name is the flow's name, its table's name.

@@ -186,9 +186,10 @@ func (f *Flow) StoredWindow(st FlowState) (*predicate.Predicate, bool) {
 
 // Fingerprint identifies the flow's query ignoring layout and comments.
 func (f *Flow) Fingerprint() string {
-	fp, err := queryFingerprint(f.Table.Query.Value)
-	if err != nil {
-		return ""
-	}
-	return fp
+	f.fingerprintOnce.Do(func() {
+		if fp, err := queryFingerprint(f.Table.Query.Value); err == nil {
+			f.fingerprint = fp
+		}
+	})
+	return f.fingerprint
 }

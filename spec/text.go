@@ -28,9 +28,14 @@ func newText(src []string, file string, n *yaml.Node) Text {
 	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		line, col = n.Line+1, 1
 	}
+	lines := map[int][]rune{} // only the lines the value spans are converted
 	next := func() (rune, diag.Pos, bool) {
 		for line-1 < len(src) {
-			l := []rune(src[line-1])
+			l, ok := lines[line]
+			if !ok {
+				l = []rune(src[line-1])
+				lines[line] = l
+			}
 			if col-1 < len(l) {
 				r := l[col-1]
 				p := diag.Pos{File: file, Line: line, Column: col}

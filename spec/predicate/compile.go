@@ -37,6 +37,7 @@ type Predicate struct {
 	checked     *cel.Ast
 	mu          sync.Mutex
 	programs    map[Resolution]cel.Program
+	resolved    map[Resolution]*Predicate
 }
 
 // supported lists every function the language has, with the hint shown

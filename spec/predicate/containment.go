@@ -320,7 +320,6 @@ func intRange(op Op, f float64) ivset {
 	return rangeOf(OpGe, hi)
 }
 
-
 // Coverage is the union of the windows' ranges on col, rendered like a
 // plan's ranges ("[2026-10-01, +∞)"); windows rwc cannot reason about count
 // as covering nothing, so coverage is never overstated.

@@ -19,6 +19,12 @@ func (p *Predicate) Resolve(rc Resolution) (*Predicate, error) {
 	if p.Determinism == Immutable {
 		return p, nil // nothing to resolve (a predicate calling rand() may call current_date() too)
 	}
+	p.mu.Lock()
+	q, ok := p.resolved[rc]
+	p.mu.Unlock()
+	if ok {
+		return q, nil
+	}
 	root, err := p.Root.resolve(rc)
 	if err != nil {
 		return nil, err
@@ -28,6 +34,14 @@ func (p *Predicate) Resolve(rc Resolution) (*Predicate, error) {
 		// The printer only writes constructs the compiler accepts.
 		return nil, fmt.Errorf("internal: resolved predicate %q does not compile: %s", root.CEL(), issues[0].Message)
 	}
+	// A plan and a refresh resolve the same predicate at one instant many
+	// times; compiling it costs far more than the lookup.
+	p.mu.Lock()
+	if p.resolved == nil || len(p.resolved) >= 16 {
+		p.resolved = map[Resolution]*Predicate{}
+	}
+	p.resolved[rc] = q
+	p.mu.Unlock()
 	return q, nil
 }
 
