@@ -85,6 +85,7 @@ type PlanSummary struct {
 type Fingerprints struct {
 	Deployment  int64             `json:"deployment"`
 	Specs       string            `json:"specs"`
+	SpecFiles   map[string]string `json:"spec_files"`
 	LastRefresh map[string]string `json:"last_refresh"`
 }
 
@@ -120,6 +121,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	p := &Plan{FormatVersion: PlanFormatVersion, At: in.At.UTC(), Timezone: zone.String(), Base: in.BaseRev, Head: in.HeadRev,
 		Diagnostics: diag.List{}, Basis: in.Basis, Backfills: []BackfillPlan{}}
 	p.Basis.Specs = SpecsHash(in.Head)
+	p.Basis.SpecFiles = FileHashes(in.Head)
 	for _, f := range in.Head.Flows {
 		fp, err := planFlow(in, f, rc)
 		if err != nil {
@@ -206,7 +208,14 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		}
 	}
 	if contains(fp.Changes, "query_changed") || hasPrefix(fp.Changes, "column_added:") {
-		fp.Notes = append(fp.Notes, "only the window is recomputed; rows outside it keep their old values (NULL in added columns): commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
+		outside := "rows outside it keep the values the old query gave them"
+		if hasPrefix(fp.Changes, "column_added:") {
+			outside = "rows outside it keep NULL in the added columns"
+		}
+		fp.Notes = append(fp.Notes, "only the window is recomputed; "+outside+": commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
+	}
+	if dec.Action == ActionIncremental {
+		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is")
 	}
 	fp.SQL = append(fp.SQL, stmts.List()...)
 	if in.Estimate != nil {
@@ -248,6 +257,17 @@ func definitionChanges(old, f *Flow, rc predicate.Resolution, fp *FlowPlan) []st
 		ch = append(ch, "properties_changed")
 	}
 	return ch
+}
+
+// FileHashes identifies each spec file, so a stale plan can name the files
+// that changed.
+func FileHashes(p *Project) map[string]string {
+	out := map[string]string{}
+	for f, lines := range p.Spec.Sources {
+		h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+		out[f] = hex.EncodeToString(h[:8])
+	}
+	return out
 }
 
 // SpecsHash identifies the exact spec files a plan was made from.

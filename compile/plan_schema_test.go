@@ -229,7 +229,7 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"base":{"source":"none"},"head":{"source":"worktree"},"diagnostics":[],
 		"backfills":[{"file":"pipelines/backfills/b.yaml","flow":"f","where":"d >= date('2026-01-01')","reason":"r","status":"pending"}],
 		"summary":{"flows":1,"definition_changes":1,"pending_backfills":1,"destructive":false},
-		"basis":{"deployment":0,"specs":"x","last_refresh":null},
+		"basis":{"deployment":0,"specs":"x","spec_files":null,"last_refresh":null},
 		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[]}]}`
 	validatePlanJSON(t, sch, "the minimal plan", []byte(good))
 	for name, bad := range map[string][2]string{

@@ -2,6 +2,8 @@ package compile
 
 import (
 	"fmt"
+
+	"github.com/rwc-dev/rwc/diag"
 	"io"
 	"strings"
 )
@@ -70,6 +72,9 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		for _, n := range f.Notes {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), n)
 		}
+		for _, q := range f.SQL {
+			fmt.Fprintf(w, "      %s\n", paint("2", strings.ReplaceAll(q, "\n", "\n        ")+";"))
+		}
 	}
 	for _, b := range p.Backfills {
 		fmt.Fprintf(w, "%s backfill %s (%s): %s\n", paint("36", "»"), b.File, b.Flow, b.Status)
@@ -82,6 +87,15 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		}
 		fmt.Fprintf(w, "      reason: %s\n", b.Reason)
 	}
+	if len(p.Diagnostics) > 0 {
+		fmt.Fprintln(w)
+		for _, d := range p.Diagnostics {
+			fmt.Fprintf(w, "%s\n", paint(map[bool]string{true: "31", false: "33"}[d.Severity == diag.Error], d.String()))
+			if d.Hint != "" {
+				fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+			}
+		}
+	}
 	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
 }
 
@@ -90,7 +104,8 @@ func (p *Plan) summaryLine() string {
 	if p.Summary.Destructive {
 		d = "yes (needs --allow-destructive)"
 	}
-	return fmt.Sprintf("Plan: %d flows, %d with definition changes, %d backfills to run, destructive: %s.", p.Summary.Flows, p.Summary.DefinitionChanges, p.Summary.PendingBackfills, d)
+	return fmt.Sprintf("Plan: %s, %d with definition changes, %s to run, destructive: %s.",
+		plural(p.Summary.Flows, "flow"), p.Summary.DefinitionChanges, plural(p.Summary.PendingBackfills, "backfill"), d)
 }
 
 // maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
@@ -109,6 +124,12 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
 		for _, bf := range p.Backfills {
 			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", bf.File, bf.Flow, bf.Status, mdCode(bf.Range), strings.ReplaceAll(bf.Reason, "|", "\\|"))
+		}
+	}
+	if len(p.Diagnostics) > 0 {
+		b.WriteString("\n")
+		for _, d := range p.Diagnostics {
+			fmt.Fprintf(&b, "- **%s %s** `%s`: %s\n", d.Severity, d.Code, d.Pos, d.Message)
 		}
 	}
 	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
@@ -152,4 +173,11 @@ func mdCode(s string) string {
 		return ""
 	}
 	return "`" + s + "`"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -48,7 +48,15 @@ type fingerprintRow struct {
 	whole  bool
 	value  string
 	n, h   int64
+	// opaque: the source is not a table (a view, a foreign table): its rows
+	// have no identity to fingerprint, so what changed in it is unknown.
+	opaque bool
 }
+
+// takenKey marks, in rwc.fingerprints, that a refresh stored the flow's
+// fingerprints: an empty window has no other row, and must not read as
+// "never fingerprinted". (No probe yields it: the target is never whole.)
+var takenKey = fpKey{source: "", whole: true, value: ""}
 
 type fpKey struct {
 	source string
@@ -82,6 +90,14 @@ func probeSources(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *pred
 	}
 	var out []fingerprintRow
 	for _, p := range probes {
+		var kind sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, p.Relation).Scan(&kind); err != nil && err != sql.ErrNoRows {
+			return nil, err
+		}
+		if kind.Valid && kind.String != "r" && kind.String != "p" && kind.String != "m" {
+			out = append(out, fingerprintRow{source: p.Source, whole: true, opaque: true})
+			continue
+		}
 		rows, err := runProbe(ctx, tx, p)
 		if err != nil {
 			return nil, err
@@ -109,28 +125,10 @@ func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][
 	return out, rows.Err()
 }
 
-// changedPartitions compares this refresh's fingerprints with those stored
-// by the last one. It returns the window narrowed to the partition values
-// whose source rows changed (nil: nothing changed), or the reason the
-// refresh must recompute the whole window instead.
-func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (*predicate.Predicate, string, error) {
-	stored, err := loadFingerprints(ctx, tx, f.Name())
-	if err != nil {
-		return nil, "", err
-	}
-	if len(stored) == 0 {
-		// Refreshed before rwc kept fingerprints: what changed is unknown.
-		return nil, compile.ReasonPriorPredicateMissing, nil
-	}
-	tp, err := f.TargetProbe(window)
-	if err != nil {
-		return nil, "", err
-	}
-	target, err := runProbe(ctx, tx, tp)
-	if err != nil {
-		return nil, "", err
-	}
-	inWindow := func(v string) bool {
+// inWindowOf reports whether a partition value (as PostgreSQL prints it)
+// lies in the window.
+func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool {
+	return func(v string) bool {
 		val, ok := parsePartition(f, v)
 		if !ok {
 			return true // cannot tell: treat as changed, never miss one
@@ -138,14 +136,56 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 		in, err := window.Eval(map[string]predicate.Value{f.PartitionBy: val}, predicate.Resolution{})
 		return err != nil || in
 	}
+}
+
+// targetUnchanged reports whether the target's window is as the last
+// refresh that stored fingerprints left it: no DML by anyone else since.
+func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, error) {
+	if _, ok := stored[takenKey]; !ok {
+		return false, nil
+	}
+	tp, err := f.TargetProbe(window)
+	if err != nil {
+		return false, err
+	}
+	target, err := runProbe(ctx, tx, tp)
+	if err != nil {
+		return false, err
+	}
+	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, nil
+}
+
+// changedPartitions compares this refresh's fingerprints with those stored
+// by the last one. It returns the window narrowed to the partition values
+// whose source rows changed and those values (nil: nothing changed), or the
+// reason the refresh must recompute the whole window instead.
+func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (*predicate.Predicate, []string, string, error) {
+	stored, err := loadFingerprints(ctx, tx, f.Name())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if _, ok := stored[takenKey]; !ok {
+		// Refreshed before rwc kept fingerprints: what changed is unknown.
+		return nil, nil, compile.ReasonPriorPredicateMissing, nil
+	}
 	// Rows rwc did not write, inside the window: the target no longer is
 	// what the last refresh left.
-	if diffValues(target, stored, "", inWindow) != nil {
-		return nil, compile.ReasonExternalChange, nil
+	clean, err := targetUnchanged(ctx, tx, f, window, stored)
+	if err != nil {
+		return nil, nil, "", err
 	}
+	if !clean {
+		return nil, nil, compile.ReasonExternalChange, nil
+	}
+	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
 	for _, s := range sources {
+		if s.opaque {
+			// A view (or another relation without row identity): what
+			// changed in it cannot be known.
+			return nil, nil, compile.ReasonCannotPushPredicate, nil
+		}
 		bySource[s.source] = append(bySource[s.source], s)
 	}
 	for src, rows := range bySource {
@@ -153,7 +193,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 			if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
 				// A source joined on another key changed (a dimension):
 				// which partitions it affects is not known.
-				return nil, compile.ReasonCannotPushPredicate, nil
+				return nil, nil, compile.ReasonCannotPushPredicate, nil
 			}
 			continue
 		}
@@ -169,7 +209,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 		}
 	}
 	if len(changed) == 0 {
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
 	values := make([]string, 0, len(changed))
 	for v := range changed {
@@ -178,9 +218,11 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 	sort.Strings(values)
 	narrowed, err := f.Narrow(window, values)
 	if err != nil {
-		return nil, compile.ReasonStaleTargetData, nil
+		// A source's partition values are not the target's (another type):
+		// the window cannot be mapped onto that source.
+		return nil, nil, compile.ReasonCannotPushPredicate, nil
 	}
-	return narrowed, "", nil
+	return narrowed, values, "", nil
 }
 
 // diffValues lists the partition values (within the window) where the
@@ -219,7 +261,8 @@ func parsePartition(f *compile.Flow, v string) (predicate.Value, bool) {
 
 // storeFingerprints replaces the flow's fingerprints with this refresh's:
 // the sources as probed before the write, the target as the write left it.
-// After an override the sources were not probed; their fingerprints stay.
+// After an override the sources were not probed; their fingerprints stay,
+// and so does the mark that fingerprints were taken (or its absence).
 func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, targetOnly bool) error {
 	tp, err := f.TargetProbe(window)
 	if err != nil {
@@ -231,7 +274,7 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 	}
 	del := `DELETE FROM rwc.fingerprints WHERE flow = $1`
 	if targetOnly {
-		del += ` AND source = ''`
+		del += ` AND source = '' AND NOT whole`
 	}
 	if _, err := tx.ExecContext(ctx, del, f.Name()); err != nil {
 		return err
@@ -239,8 +282,13 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 	rows := append(target, sources...)
 	if targetOnly {
 		rows = target
+	} else {
+		rows = append(rows, fingerprintRow{source: takenKey.source, whole: takenKey.whole, value: takenKey.value})
 	}
 	for _, fr := range rows {
+		if fr.opaque {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES ($1, $2, $3, $4, $5, $6)`,
 			f.Name(), fr.source, fr.whole, fr.value, fr.n, fr.h); err != nil {
 			return err
@@ -254,8 +302,8 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 // commit (VACUUM cannot run in a transaction) and only when rows were
 // deleted; a failure is reported but does not fail the refresh.
 func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, res *Result) {
-	if res.RowsDeleted == 0 {
-		return
+	if res.RowsDeleted == 0 && res.Action != ActionCreate {
+		return // a created target is analyzed once, so plans can estimate its rows
 	}
 	if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+f.Target()); err != nil {
 		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s: %v\n", f.Name(), f.Target(), err)

@@ -135,7 +135,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 					where += " with uncommitted changes"
 				}
 			}
-			fmt.Fprintf(out, "applied %d flows %s\n", len(p.Flows), where)
+			fmt.Fprintf(out, "applied %s %s\n", plural(len(p.Flows), "flow"), where)
 			return nil
 		},
 	}
@@ -170,7 +170,23 @@ func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 		moved = append(moved, fmt.Sprintf("the deployment (planned against #%d, now #%d)", saved.Basis.Deployment, st.DeploymentID))
 	}
 	if compile.SpecsHash(p) != saved.Basis.Specs {
-		moved = append(moved, "the spec files in "+saved.SpecDir)
+		now := compile.FileHashes(p)
+		var files []string
+		for f, h := range now {
+			if saved.Basis.SpecFiles[f] != h {
+				files = append(files, f)
+			}
+		}
+		for f := range saved.Basis.SpecFiles {
+			if _, ok := now[f]; !ok {
+				files = append(files, f+" (removed)")
+			}
+		}
+		sort.Strings(files)
+		if len(files) == 0 {
+			files = []string{"the spec files in " + saved.SpecDir}
+		}
+		moved = append(moved, "spec files changed: "+strings.Join(files, ", "))
 	}
 	for flow, last := range st.LastRefresh {
 		if saved.Basis.LastRefresh[flow] != last {
@@ -225,4 +241,11 @@ func snapshot(p *compile.Project) map[string]string {
 		m[file] = strings.Join(lines, "\n")
 	}
 	return m
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

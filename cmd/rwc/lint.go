@@ -84,5 +84,5 @@ func counts(p *compile.Project) string {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprintf("%d pipelines, %d flows, %d backfills", len(p.Spec.Pipelines), len(p.Flows), len(p.Spec.Backfills))
+	return fmt.Sprintf("%s, %s, %s", plural(len(p.Spec.Pipelines), "pipeline"), plural(len(p.Flows), "flow"), plural(len(p.Spec.Backfills), "backfill"))
 }

@@ -55,6 +55,7 @@ something did, 1 on errors.`,
 			case "json":
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
 				if err := enc.Encode(p); err != nil {
 					return err
 				}
@@ -62,6 +63,9 @@ something did, 1 on errors.`,
 				p.WriteMarkdown(out)
 			default:
 				p.WriteText(out, isTerminal(out))
+			}
+			if p.Diagnostics.HasErrors() {
+				return exitError{1}
 			}
 			if pf.detailed && p.HasChanges() {
 				return exitError{2}
@@ -216,9 +220,12 @@ func estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Stat
 }
 
 func writePlan(path string, p *compile.Plan) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -45,10 +45,15 @@ func TestPlanGolden(t *testing.T) {
 				golden(t, filepath.Join(dir, f.want), out)
 			}
 			golden(t, filepath.Join(dir, "want.exitcode"), strconv.Itoa(code0)+"\n")
-			// Without --detailed-exitcode the status is 0 and the output the same.
+			// Without --detailed-exitcode the status is 0 (1 when the plan has
+			// errors) and the output the same.
 			out, _, code := runRWC(t, append(common, "--format", "text")...)
-			if code != 0 {
-				t.Errorf("without --detailed-exitcode: exit %d, want 0", code)
+			want := 0
+			if code0 == 1 {
+				want = 1
+			}
+			if code != want {
+				t.Errorf("without --detailed-exitcode: exit %d, want %d", code, want)
 			}
 			if want, _ := os.ReadFile(filepath.Join(dir, "want.txt")); !*update && out != string(want) {
 				t.Errorf("without --detailed-exitcode the text differs:\n%s", out)
