@@ -134,7 +134,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			if in.Head.Flow(old.Name()) == nil {
 				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),
 					Action: ActionNone, Reasons: []string{}, Changes: []string{"removed"}, SQL: []string{},
-					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (drop it yourself when you no longer need it)"}})
+					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (rwc apply --allow-destructive drops it)"}})
 			}
 		}
 	}

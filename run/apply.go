@@ -131,3 +131,51 @@ func (r *Runner) preflight(ctx context.Context, p *compile.Project) error {
 	}
 	return nil
 }
+
+// Removed is a flow the state knows that the specs no longer define.
+type Removed struct {
+	Flow   string
+	Target string
+}
+
+// RemovedFlows lists flows in the state that p no longer has.
+func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Removed, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT flow, quote_ident(target_schema) || '.' || quote_ident(target_table) FROM rwc.flows ORDER BY flow`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Removed
+	for rows.Next() {
+		var rm Removed
+		if err := rows.Scan(&rm.Flow, &rm.Target); err != nil {
+			return nil, err
+		}
+		if p.Flow(rm.Flow) == nil {
+			out = append(out, rm)
+		}
+	}
+	return out, rows.Err()
+}
+
+// DropRemoved drops a removed flow's target and forgets the flow: the
+// explicit opt-in (--allow-destructive) for what a removed flow leaves.
+func (r *Runner) DropRemoved(ctx context.Context, rm Removed) error {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+rm.Flow); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+rm.Target); err != nil {
+		return err
+	}
+	for _, q := range []string{`DELETE FROM rwc.fingerprints WHERE flow = $1`, `DELETE FROM rwc.flows WHERE flow = $1`} {
+		if _, err := tx.ExecContext(ctx, q, rm.Flow); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

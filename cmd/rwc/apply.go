@@ -122,11 +122,27 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
 			rep := newBatchReporter(out)
-			_, err = run.New(db, opts).ApplyAll(cmd.Context(), p, dep, backfillJobs(p, commit),
+			runner := run.New(db, opts)
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, commit),
 				func(r run.Result) { printResult(out, r) }, rep.report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
 				return exitError{1}
+			}
+			// Removed flows last: only a successful apply drops anything.
+			removed, err := runner.RemovedFlows(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			for _, rm := range removed {
+				if !rf.allowDestructive {
+					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (rwc apply --allow-destructive drops it)\n", rm.Flow, rm.Target)
+					continue
+				}
+				if err := runner.DropRemoved(cmd.Context(), rm); err != nil {
+					return fmt.Errorf("dropping removed flow %s: %w", rm.Flow, err)
+				}
+				fmt.Fprintf(out, "%-24s removed from the specs: dropped %s\n", rm.Flow, rm.Target)
 			}
 			where := "(not a git work tree)"
 			if commit != "" {
