@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -53,10 +54,7 @@ something did, 1 on errors.`,
 			out := cmd.OutOrStdout()
 			switch pf.format {
 			case "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(p); err != nil {
+				if err := writeJSON(out, p); err != nil {
 					return err
 				}
 			case "markdown":
@@ -221,11 +219,17 @@ func estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Stat
 
 func writePlan(path string, p *compile.Plan) error {
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	if err := writeJSON(&b, p); err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// writeJSON is every command's --format json: indented, with SQL's < and >
+// left readable.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -50,9 +49,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeJSON(out, st)
 			}
 			switch {
 			case st.DeployedAt == nil:
@@ -146,9 +143,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 				if evs == nil {
 					evs = []run.Event{}
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(evs)
+				return writeJSON(out, evs)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW")
