@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/rwc-dev/rwc/run/pgcluster"
 )
@@ -69,52 +71,51 @@ func (l *Local) Running() bool { return l.c.Running() }
 func (l *Local) URL() string { return l.c.DSN(localDB) }
 
 // Redact hides the password of a connection URL or key=value string, for
-// every message and log line rwc prints.
+// every message and log line rwc prints: in the user info, in a password=
+// query parameter, in "password = x" key/value form, and in a URL too
+// malformed to parse (everything between :// and @ goes).
 func Redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-		return dsn
-	}
-	return redactKV(dsn)
-}
-
-// redactKV handles "host=... password=secret ..." connection strings.
-func redactKV(dsn string) string {
-	out := []byte{}
-	i := 0
-	for i < len(dsn) {
-		j := i
-		for j < len(dsn) && dsn[j] == ' ' {
-			j++
-		}
-		out = append(out, dsn[i:j]...)
-		i = j
-		if len(dsn[i:]) >= 9 && dsn[i:i+9] == "password=" {
-			out = append(out, "password=xxxxx"...)
-			i += 9
-			if i < len(dsn) && dsn[i] == '\'' {
-				i++
-				for i < len(dsn) && dsn[i] != '\'' {
-					if dsn[i] == '\\' {
-						i++
-					}
-					i++
-				}
-				i++
-			} else {
-				for i < len(dsn) && dsn[i] != ' ' {
-					i++
+	if strings.Contains(dsn, "://") {
+		if u, err := url.Parse(dsn); err == nil {
+			if u.User != nil {
+				if _, has := u.User.Password(); has {
+					u.User = url.UserPassword(u.User.Username(), "xxxxx")
 				}
 			}
-			continue
+			q := u.Query()
+			if q.Has("password") {
+				q.Set("password", "xxxxx")
+				u.RawQuery = q.Encode()
+			}
+			return u.String()
 		}
-		for i < len(dsn) && dsn[i] != ' ' {
-			out = append(out, dsn[i])
-			i++
+		scheme, rest, _ := strings.Cut(dsn, "://")
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			rest = "xxxxx" + rest[at:]
+		}
+		if i := strings.IndexAny(rest, "?"); i >= 0 {
+			rest = rest[:i] + "?xxxxx"
+		}
+		return scheme + "://" + rest
+	}
+	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
+// kvPassword matches password=value in a key/value connection string,
+// quoted or not, with optional spaces around '='.
+var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// RedactText hides every connection string's password inside a longer
+// text, such as a driver's error message.
+func RedactText(s, dsn string) string {
+	if dsn == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, dsn, Redact(dsn))
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			s = strings.ReplaceAll(s, pw, "xxxxx")
 		}
 	}
-	return string(out)
+	return kvPassword.ReplaceAllString(s, "${1}xxxxx")
 }

@@ -22,7 +22,7 @@ func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
 	}
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), err)
+		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -66,5 +66,5 @@ func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
 
 // redactErr keeps a driver error from repeating the password.
 func redactErr(err error, dsn string) string {
-	return run.Redact(err.Error())
+	return run.RedactText(err.Error(), dsn)
 }
