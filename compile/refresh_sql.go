@@ -7,6 +7,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -66,13 +67,37 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 	src, pushed := f.pushedQuery(p)
 	s.PushedTo = pushed
 	list := strings.Join(cols, ", ")
-	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, src, where)
+	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p, src), where)
 	if full {
 		s.Truncate = "TRUNCATE " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
 	}
 	return s, nil
+}
+
+// typedSource makes the outer WHERE see the predicate's columns with the
+// target's types, as the DELETE does: a query that outputs a timestamp into
+// a date column must be filtered on the date it will store, or a row at
+// 10:00 on the window's last day would be deleted and never re-inserted.
+// Only the predicate's columns are cast, and never to a character type,
+// whose explicit cast would truncate where the INSERT would fail.
+func (f *Flow) typedSource(p *predicate.Predicate, src string) string {
+	var sel []string
+	cast := false
+	for _, c := range f.Table.Columns {
+		name := pq.QuoteIdentifier(c.Name)
+		if contains(p.Columns, c.Name) && c.Type.Family != pgtype.Text && c.Type.Family != pgtype.Other {
+			sel = append(sel, fmt.Sprintf("q.%s::%s AS %s", name, c.Type.Canonical, name))
+			cast = true
+			continue
+		}
+		sel = append(sel, "q."+name)
+	}
+	if !cast {
+		return src
+	}
+	return fmt.Sprintf("SELECT %s FROM (\n%s\n) AS q", strings.Join(sel, ", "), src)
 }
 
 // pushedQuery applies the predicate to every source that exposes its
@@ -83,7 +108,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 // written and the outer WHERE alone selects the window.
 func (f *Flow) pushedQuery(p *predicate.Predicate) (string, []string) {
 	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
-	if f.Query == nil || p.Determinism == predicate.NonDeterministic {
+	if f.Query == nil || p.Determinism == predicate.NonDeterministic || f.NoPushdown {
 		return q, nil
 	}
 	var conds, pushed []string
