@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,6 +92,12 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 		if err := r.startBackfill(ctx, job); err != nil {
 			return false, err
 		}
+		// Another rwc may have started it first, with other content.
+		if st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash()); err != nil {
+			return false, err
+		} else if st == BackfillChanged {
+			return false, refuse("backfill %s was started by another rwc with other content: a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)
+		}
 	}
 	batches, err := r.pendingBatches(ctx, job)
 	if err != nil {
@@ -112,14 +119,25 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 		n := b.n
 		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p,
 			Record: func(ctx context.Context, tx *sql.Tx, res *Result) error {
-				if _, err := tx.ExecContext(ctx, `UPDATE rwc.backfill_batches SET rows_deleted = $3, rows_inserted = $4, committed_at = clock_timestamp()
-					WHERE path = $1 AND batch = $2`, job.Path, n, res.RowsDeleted, res.RowsInserted); err != nil {
+				// Under the flow's lock: a batch another rwc apply committed
+				// since pendingBatches read the ledger is not run twice.
+				done, err := tx.ExecContext(ctx, `UPDATE rwc.backfill_batches SET rows_deleted = $3, rows_inserted = $4, committed_at = clock_timestamp()
+					WHERE path = $1 AND batch = $2 AND committed_at IS NULL`, job.Path, n, res.RowsDeleted, res.RowsInserted)
+				if err != nil {
 					return err
 				}
-				_, err := tx.ExecContext(ctx, `UPDATE rwc.backfills SET rows_deleted = rows_deleted + $2, rows_inserted = rows_inserted + $3 WHERE path = $1`,
+				if k, err := done.RowsAffected(); err != nil {
+					return err
+				} else if k == 0 {
+					return errBatchTaken
+				}
+				_, err = tx.ExecContext(ctx, `UPDATE rwc.backfills SET rows_deleted = rows_deleted + $2, rows_inserted = rows_inserted + $3 WHERE path = $1`,
 					job.Path, res.RowsDeleted, res.RowsInserted)
 				return err
 			}})
+		if errors.Is(res.Err, errBatchTaken) {
+			continue // rolled back: another rwc apply ran this batch
+		}
 		if res.Err != nil {
 			return false, fmt.Errorf("backfill %s, batch %d of %d: %w (the batches before it are kept; the next rwc apply resumes here)", job.Path, n, total, res.Err)
 		}
@@ -127,9 +145,13 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 			progress(BatchProgress{Job: job, Batch: n, Total: total, Result: res})
 		}
 	}
-	_, err = r.db.ExecContext(ctx, `UPDATE rwc.backfills SET finished_at = clock_timestamp() WHERE path = $1`, job.Path)
+	_, err = r.db.ExecContext(ctx, `UPDATE rwc.backfills SET finished_at = clock_timestamp() WHERE path = $1 AND finished_at IS NULL`, job.Path)
 	return true, err
 }
+
+// errBatchTaken rolls back a batch that another rwc apply committed while
+// this one waited for the flow's lock. A Refusal: not logged as a failure.
+var errBatchTaken = &Refusal{"the batch was committed by another rwc apply"}
 
 // PlanBatches splits a backfill into its batches as CEL predicates.
 func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
@@ -168,8 +190,13 @@ func (r *Runner) startBackfill(ctx context.Context, job *BackfillJob) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.backfills (path, content_hash, flow, reason, commit) VALUES ($1, $2, $3, $4, NULLIF($5, ''))`,
-		job.Path, job.Hash(), job.Flow.Name(), job.Reason, job.Commit); err != nil {
+	// Two applies starting it at once: the first one's batches stand.
+	started, err := tx.ExecContext(ctx, `INSERT INTO rwc.backfills (path, content_hash, flow, reason, commit) VALUES ($1, $2, $3, $4, NULLIF($5, ''))
+		ON CONFLICT (path) DO NOTHING`, job.Path, job.Hash(), job.Flow.Name(), job.Reason, job.Commit)
+	if err != nil {
+		return err
+	}
+	if n, err := started.RowsAffected(); err != nil || n == 0 {
 		return err
 	}
 	for i, b := range batches {

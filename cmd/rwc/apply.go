@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -123,7 +124,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 			out := cmd.OutOrStdout()
 			rep := newBatchReporter(out)
 			runner := run.New(db, opts)
-			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, commit),
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, dir, commit),
 				func(r run.Result) { printResult(out, r) }, rep.report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
@@ -222,13 +223,30 @@ func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 }
 
 // backfillJobs turns the project's backfill files into jobs, in file order.
-func backfillJobs(p *compile.Project, commit string) []*run.BackfillJob {
+func backfillJobs(p *compile.Project, dir, commit string) []*run.BackfillJob {
 	var jobs []*run.BackfillJob
 	for _, b := range p.Backfills {
-		jobs = append(jobs, &run.BackfillJob{Path: b.File.File, Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
+		jobs = append(jobs, &run.BackfillJob{Path: ledgerKey(dir, b.File.File), Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
 			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit})
 	}
 	return jobs
+}
+
+// ledgerKey names a backfill file in the ledger the same way however the
+// spec directory was named on the command line (pipelines, ./pipelines, an
+// absolute path, "." from inside it): the directory's own name and the path
+// inside it, e.g. pipelines/backfills/x.yaml. Keyed by the path as given, a
+// file applied by `rwc apply` would run again under `rwc apply $PWD/pipelines`.
+func ledgerKey(dir, file string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return file
+	}
+	rel, err := filepath.Rel(dir, file)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return file
+	}
+	return filepath.ToSlash(filepath.Join(filepath.Base(abs), rel))
 }
 
 func printResult(w io.Writer, r run.Result) {

@@ -138,7 +138,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.Estimate = estimator(ctx, db)
 		in.BackfillStatus = func(b *compile.Backfill) string {
 			content := strings.Join(head.Spec.Sources[b.File.File], "\n")
-			st, err := run.LedgerStatus(ctx, db, b.File.File, (&run.BackfillJob{Content: content}).Hash())
+			st, err := run.LedgerStatus(ctx, db, ledgerKey(dir, b.File.File), (&run.BackfillJob{Content: content}).Hash())
 			if err != nil {
 				return "pending"
 			}
@@ -183,7 +183,7 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), run.Redact(err.Error()))
+		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}
 	if err := run.Migrate(ctx, db); err != nil {
 		db.Close()
