@@ -134,7 +134,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			if in.Head.Flow(old.Name()) == nil {
 				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),
 					Action: ActionNone, Reasons: []string{}, Changes: []string{"removed"}, SQL: []string{},
-					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (rwc apply --allow-destructive drops it)"}})
+					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (rwc apply --drop-removed drops it)"}})
 			}
 		}
 	}
@@ -192,9 +192,12 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	default:
 		// No database: decide from the base spec as if it had been
 		// refreshed at the same instant.
-		oldWindow, _ := old.Predicate.Resolve(rc)
-		dec = f.Decide(FlowState{Found: true, LastRefreshed: true, Columns: old.Columns(), QueryFingerprint: old.Fingerprint(),
-			PredicateCEL: oldWindow.Root.CEL(), Determinism: old.Predicate.Determinism.String()}, window)
+		st := FlowState{Found: true, LastRefreshed: true, Columns: old.Columns(), QueryFingerprint: old.Fingerprint(),
+			Determinism: old.Predicate.Determinism.String()}
+		if oldWindow, err := old.Predicate.Resolve(rc); err == nil {
+			st.PredicateCEL = oldWindow.Root.CEL()
+		}
+		dec = f.Decide(st, window)
 	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
 	if dec.Action == ActionCreate && !(haveState && st.Found) {
@@ -215,7 +218,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.Notes = append(fp.Notes, "only the window is recomputed; "+outside+": commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
 	}
 	if dec.Action == ActionIncremental {
-		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is")
+		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
 	}
 	fp.SQL = append(fp.SQL, stmts.List()...)
 	if in.Estimate != nil {

@@ -131,3 +131,11 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	}
 	return tx.Commit()
 }
+
+// StateExists reports whether the database has rwc's state at all, without
+// creating it: rwc plan only reads.
+func StateExists(ctx context.Context, db *sql.DB) (bool, error) {
+	var ok bool
+	err := db.QueryRowContext(ctx, `SELECT to_regclass('rwc.schema_version') IS NOT NULL AND to_regclass('rwc.flows') IS NOT NULL`).Scan(&ok)
+	return ok, err
+}

@@ -66,7 +66,7 @@ func loadClean(cmd *cobra.Command, dir string) (*compile.Project, error) {
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
-	var allowDirty bool
+	var allowDirty, dropRemoved bool
 	cmd := &cobra.Command{
 		Use:   "apply [DIR|PLANFILE]",
 		Short: "Create what is new and refresh every flow, in dependency order; record the deployment",
@@ -136,8 +136,8 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 				return err
 			}
 			for _, rm := range removed {
-				if !rf.allowDestructive {
-					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (rwc apply --allow-destructive drops it)\n", rm.Flow, rm.Target)
+				if !dropRemoved {
+					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (rwc apply --drop-removed drops it)\n", rm.Flow, rm.Target)
 					continue
 				}
 				if err := runner.DropRemoved(cmd.Context(), rm); err != nil {
@@ -158,6 +158,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 	}
 	rf.add(cmd)
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs with uncommitted changes")
+	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")
 	return cmd
 }
 

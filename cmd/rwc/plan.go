@@ -130,6 +130,16 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 	var state run.PlanState
 	if db != nil {
 		defer db.Close()
+	}
+	hasState := false
+	if db != nil {
+		// Plan only reads: a database without rwc's state is one where
+		// nothing was deployed yet.
+		if hasState, err = run.StateExists(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	if hasState {
 		if state, err = run.ReadPlanState(ctx, db); err != nil {
 			return nil, err
 		}
@@ -171,7 +181,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 }
 
 // existingDB connects when a database is named or the local one is
-// running; plan never starts a server.
+// running; plan never starts a server, and never writes.
 func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	dsn, err := g.resolveDSN(ctx, false)
 	if err != nil || dsn == "" {
@@ -184,10 +194,6 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
-	}
-	if err := run.Migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, err
 	}
 	return db, nil
 }
