@@ -73,6 +73,11 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			if j.Flow != f {
 				continue
 			}
+			// Leave the window out of a new backfill's batches only when
+			// this refresh recomputed all of it; an incremental refresh
+			// recomputed what it saw change, and a backfill is often for
+			// what rwc cannot see.
+			j.KeepWindow = res.Action != ActionCreate && res.Action != ActionRecomputeWindow && res.Action != ActionFullRefresh
 			if _, err := r.Backfill(ctx, j, progress); err != nil {
 				failed[f.Name()] = true
 				fail := Result{Flow: f.Name(), Action: ActionBackfill, Reasons: []string{Backfill}, Err: err}
