@@ -164,6 +164,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if err != nil {
 		return err
 	}
+	if err := r.checkQueryTypes(ctx, f); err != nil {
+		return queryError(f, err)
+	}
 	stmts, err := f.Statements(resolved, req.Mode == Full)
 	if err != nil {
 		return err
@@ -183,7 +186,8 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
+	// DateStyle ISO: partition values are read back as text and must parse.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
 		return err
 	}
@@ -192,6 +196,16 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	dec := f.Decide(st.FlowState, resolved)
+	if dec.Action == compile.ActionIncremental {
+		why, err := incrementalBlocker(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+		}
+	}
 	switch req.Mode {
 	case Full:
 		dec.Action, dec.Reasons = ActionFullRefresh, []string{FullRefreshRequested}
@@ -219,8 +233,22 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return queryError(f, err)
 		}
 	}
+	// An override's writes are rwc's, so afterwards the target's fingerprint
+	// is stored again, lest the next refresh take them for external DML; but
+	// only when the target was clean before it: DML made since the last
+	// refresh must still show then.
+	storeTarget := true
+	if f.Incremental() && req.Mode == Override {
+		stored, err := loadFingerprints(ctx, tx, f.Name())
+		if err != nil {
+			return err
+		}
+		if storeTarget, err = targetUnchanged(ctx, tx, f, window, stored); err != nil {
+			return err
+		}
+	}
 	if dec.Action == compile.ActionIncremental {
-		narrowed, reason, err := r.changedPartitions(ctx, tx, f, window, sources)
+		narrowed, values, reason, err := r.changedPartitions(ctx, tx, f, window, sources)
 		if err != nil {
 			return err
 		}
@@ -233,7 +261,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			if stmts, err = f.Statements(narrowed, false); err != nil {
 				return err
 			}
-			res.Partitions = partitionsOf(narrowed, f.PartitionBy)
+			res.Partitions = values
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
@@ -265,7 +293,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		res.RowsInserted = n
 	}
-	if f.Incremental() {
+	if f.Incremental() && storeTarget {
 		if err := storeFingerprints(ctx, tx, f, window, sources, req.Mode == Override); err != nil {
 			return err
 		}
@@ -447,21 +475,4 @@ func forUpdate(q queryer) string {
 		return " FOR UPDATE"
 	}
 	return ""
-}
-
-// partitionsOf lists the values of the narrowing `col in [...]` list.
-func partitionsOf(p *predicate.Predicate, col string) []string {
-	var out []string
-	e := p.Root
-	if e.Op == predicate.OpAnd && e.Args[1].Op == predicate.OpIn {
-		for _, v := range e.Args[1].Args[1:] {
-			switch x := v.Val.(type) {
-			case predicate.Date:
-				out = append(out, x.String())
-			default:
-				out = append(out, fmt.Sprint(x))
-			}
-		}
-	}
-	return out
 }

@@ -1,0 +1,96 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile"
+)
+
+// pgTypeNames maps the driver's type names to rwc's canonical base names.
+var pgTypeNames = map[string]string{
+	"INT2": "smallint", "INT4": "integer", "INT8": "bigint", "NUMERIC": "numeric",
+	"FLOAT4": "real", "FLOAT8": "double precision", "TEXT": "text", "VARCHAR": "character varying",
+	"BPCHAR": "character", "BOOL": "boolean", "DATE": "date",
+	"TIMESTAMP": "timestamp without time zone", "TIMESTAMPTZ": "timestamp with time zone",
+}
+
+// checkQueryTypes compares the query's output types for the predicate's
+// columns with the target's. When one differs (a timestamp stored into a
+// date column), the predicate means something else on the sources: it is
+// then not pushed down, and what changed cannot be read from the sources'
+// fingerprints either. It plans the query without running it.
+func (r *Runner) checkQueryTypes(ctx context.Context, f *compile.Flow) error {
+	f.NoPushdown = false
+	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
+	rows, err := r.db.QueryContext(ctx, "SELECT * FROM (\n"+q+"\n) AS src LIMIT 0")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		col := f.Table.Column(t.Name())
+		if col == nil || !contains(f.Predicate.Columns, t.Name()) {
+			continue
+		}
+		got := pgTypeNames[t.DatabaseTypeName()]
+		if got != col.Type.Base || strings.ContainsRune(col.Type.Canonical, '(') && col.Type.Base == "numeric" {
+			f.NoPushdown = true
+			fmt.Fprintf(r.opts.Log, "%s: the query outputs %s as %s, the target stores %s: the window is applied after the query only\n",
+				f.Name(), t.Name(), strings.ToLower(t.DatabaseTypeName()), col.Type.Canonical)
+		}
+	}
+	return rows.Err()
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// incrementalBlocker says why a flow's changes cannot be read from its
+// sources' rows ("" when they can): the query reads the clock or the
+// session, calls a function in FROM, or calls a function that is not
+// immutable (a lookup function reading another table changes results
+// without any source row changing), or its predicate is not pushed down.
+func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (string, error) {
+	if f.NoPushdown {
+		return "the query's type for the partition column differs from the target's", nil
+	}
+	deps := f.Query.Dependencies()
+	switch {
+	case deps.Session:
+		return "the query reads the clock or the session (CURRENT_DATE, CURRENT_USER, …)", nil
+	case deps.FromFunction:
+		return "the query calls a function in FROM", nil
+	}
+	if len(deps.Functions) == 0 {
+		return "", nil
+	}
+	names := make([]string, len(deps.Functions))
+	for i, fn := range deps.Functions {
+		names[i] = fn.Name
+	}
+	var bad sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT string_agg(DISTINCT proname, ', ') FROM pg_proc WHERE proname = ANY($1) AND provolatile <> 'i'`,
+		pq.Array(names)).Scan(&bad)
+	if err != nil {
+		return "", err
+	}
+	if bad.Valid && bad.String != "" {
+		return "the query calls functions that are not immutable (" + bad.String + ")", nil
+	}
+	return "", nil
+}
