@@ -196,14 +196,20 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	dec := f.Decide(st.FlowState, resolved)
-	if dec.Action == compile.ActionIncremental {
+	// fingerprinted: whether this flow's changes can be read from its
+	// sources' rows at all; when not, no fingerprints are taken or kept.
+	fingerprinted := f.Incremental()
+	if fingerprinted {
 		why, err := incrementalBlocker(ctx, tx, f)
 		if err != nil {
 			return err
 		}
 		if why != "" {
-			fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+			fingerprinted = false
+			if dec.Action == compile.ActionIncremental {
+				fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
+				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+			}
 		}
 	}
 	switch req.Mode {
@@ -228,7 +234,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 	}
 	var sources []fingerprintRow
-	if f.Incremental() && req.Mode != Override {
+	if fingerprinted && req.Mode != Override {
 		if sources, err = probeSources(ctx, tx, f, window); err != nil {
 			return queryError(f, err)
 		}
@@ -238,7 +244,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// only when the target was clean before it: DML made since the last
 	// refresh must still show then.
 	storeTarget := true
-	if f.Incremental() && req.Mode == Override {
+	if fingerprinted && req.Mode == Override {
 		stored, err := loadFingerprints(ctx, tx, f.Name())
 		if err != nil {
 			return err
@@ -293,7 +299,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		res.RowsInserted = n
 	}
-	if f.Incremental() && storeTarget {
+	if fingerprinted && storeTarget {
 		if err := storeFingerprints(ctx, tx, f, window, sources, req.Mode == Override); err != nil {
 			return err
 		}

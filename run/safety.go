@@ -69,6 +69,26 @@ func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (strin
 	if f.NoPushdown {
 		return "the query's type for the partition column differs from the target's", nil
 	}
+	for _, t := range f.Query.Tables {
+		var kinds sql.NullString
+		rel := pq.QuoteIdentifier(t.Name)
+		if t.Schema != "" {
+			rel = pq.QuoteIdentifier(t.Schema) + "." + rel
+		}
+		// Every member of a partition tree or inheritance hierarchy must be
+		// a plain table: a view has no row identity to fingerprint, and a
+		// foreign table's (ctid, xmin) say nothing about remote changes.
+		err := tx.QueryRowContext(ctx, `WITH RECURSIVE tree(oid) AS (
+				SELECT to_regclass($1)::oid
+				UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid)
+			SELECT string_agg(DISTINCT c.relkind::text, '') FROM tree JOIN pg_class c ON c.oid = tree.oid`, rel).Scan(&kinds)
+		if err != nil {
+			return "", err
+		}
+		if strings.Trim(kinds.String, "rpm") != "" {
+			return fmt.Sprintf("source %s is (or has a member that is) a view or a foreign table, whose changes rwc cannot see", rel), nil
+		}
+	}
 	deps := f.Query.Dependencies()
 	switch {
 	case deps.Session:
