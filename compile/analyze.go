@@ -6,6 +6,7 @@ package compile
 
 import (
 	"io/fs"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -66,12 +67,33 @@ func (p *Project) Flow(name string) *Flow {
 func Analyze(sp *spec.Project) (*Project, diag.List) {
 	p := &Project{Spec: sp}
 	var ds diag.List
+	var tables []*spec.Table
 	for _, pl := range sp.Pipelines {
-		for _, t := range pl.Tables {
-			f, fd := analyzeFlow(t)
-			ds = append(ds, fd...)
-			p.Flows = append(p.Flows, f)
-		}
+		tables = append(tables, pl.Tables...)
+	}
+	// Flows are analysed independently (CEL checking, the PostgreSQL
+	// parser): on all cores, results kept in spec order.
+	flows := make([]*Flow, len(tables))
+	diags := make([]diag.List, len(tables))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				flows[i], diags[i] = analyzeFlow(tables[i])
+			}
+		}()
+	}
+	for i := range tables {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i := range tables {
+		ds = append(ds, diags[i]...)
+		p.Flows = append(p.Flows, flows[i])
 	}
 	ds = append(ds, p.order()...)
 	for _, b := range sp.Backfills {

@@ -187,7 +187,9 @@ func (f *Flow) StoredWindow(st FlowState) (*predicate.Predicate, bool) {
 // Fingerprint identifies the flow's query ignoring layout and comments.
 func (f *Flow) Fingerprint() string {
 	f.fingerprintOnce.Do(func() {
-		if fp, err := queryFingerprint(f.Table.Query.Value); err == nil {
+		if f.Query != nil {
+			f.fingerprint = f.Query.Fingerprint
+		} else if fp, err := queryFingerprint(f.Table.Query.Value); err == nil {
 			f.fingerprint = fp
 		}
 	})

@@ -14,12 +14,15 @@ import (
 
 // A Probe fingerprints one source (or the target) at refresh time: per
 // partition value, the number of row versions and a sum of hashes of their
-// physical identity (ctid and xmin). Any insert, update or delete changes a
-// version's identity, so a changed fingerprint means changed rows; a
-// rewrite (VACUUM FULL, CLUSTER) changes it too, which only costs a
-// needless recompute. Reading system columns avoids detoasting rows, and
-// because probes read the data itself there is no blind spot: TRUNCATE,
-// disabled triggers, partition DDL and a recreated table all show.
+// physical identity (table, ctid and xmin). Any insert, update or delete
+// changes a version's identity, so a changed fingerprint means changed
+// rows; a rewrite (VACUUM FULL, CLUSTER) may change it too, which only costs
+// a needless recompute. The table (tableoid) is part of the identity: two
+// tables written by one transaction hold versions with equal ctid and xmin,
+// and swapping one for the other as a partition of a source must show.
+// Reading system columns avoids detoasting rows, and because probes read
+// the data itself there is no blind spot: TRUNCATE, disabled triggers,
+// partition DDL and a recreated table all show.
 type Probe struct {
 	Source string // "schema.table" as the query names it; "" for the target
 	// Whole: the source does not expose the partition column, so it is
@@ -94,12 +97,12 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 				return nil, err
 			}
 			out = append(out, Probe{Source: name, Relation: quoteTable(t), SQL: fmt.Sprintf(
-				"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.ctid::text || ':' || s.xmin::text)), 0) FROM %s WHERE %s GROUP BY 1",
+				"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s WHERE %s GROUP BY 1",
 				col, from, cond)})
 			continue
 		}
 		out = append(out, Probe{Source: name, Whole: true, Relation: quoteTable(t), SQL: fmt.Sprintf(
-			"SELECT NULL::text, count(*), coalesce(sum(hashtext(s.ctid::text || ':' || s.xmin::text)), 0) FROM %s", from)})
+			"SELECT NULL::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s", from)})
 	}
 	return out, nil
 }
@@ -113,7 +116,7 @@ func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
 		return Probe{}, err
 	}
 	return Probe{SQL: fmt.Sprintf(
-		"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.ctid::text || ':' || s.xmin::text)), 0) FROM %s AS s WHERE %s GROUP BY 1",
+		"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s AS s WHERE %s GROUP BY 1",
 		col, f.Target(), cond)}, nil
 }
 

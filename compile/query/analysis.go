@@ -5,6 +5,10 @@ package query
 // the direction that makes rwc fall back (see doc.go), never in the one that
 // would make it push a predicate where it does not hold.
 type Analysis struct {
+	// Fingerprint identifies the query ignoring layout and comments (see
+	// the function Fingerprint).
+	Fingerprint string
+
 	// Columns are the output columns of the top-level SELECT, in order. A
 	// `*` or `alias.*` target is not listed (its width needs a catalog); Star
 	// says one was there. For a set operation they come from the leftmost

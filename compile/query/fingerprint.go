@@ -29,6 +29,12 @@ func Fingerprint(sql string) (string, error) {
 	if err != nil {
 		return "", parseError(sql, err)
 	}
+	return fingerprintOf(tree)
+}
+
+// fingerprintOf hashes a parsed tree; Analyze calls it on the tree it
+// already has, so a query is parsed once.
+func fingerprintOf(tree *pg.ParseResult) (string, error) {
 	h := sha256.New()
 	for _, s := range tree.GetStmts() {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(withoutLocations(s.GetStmt()))

@@ -54,6 +54,10 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 			Reason:  ReasonMultipleStatements,
 		}
 	}
+	fingerprint, err := fingerprintOf(tree)
+	if err != nil {
+		return nil, &SyntaxError{Offset: -1, Message: err.Error(), Reason: ReasonSyntax}
+	}
 	raw := stmts[0]
 	top := raw.GetStmt().GetSelectStmt()
 	if top == nil {
@@ -78,10 +82,11 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 		return nil, a.notSelect
 	}
 	res := &Analysis{
-		Tables:     distinctTables(a.tables),
-		References: byOffset(a.tables),
-		SetOp:      isSetOp(top),
-		q:          a,
+		Fingerprint: fingerprint,
+		Tables:      distinctTables(a.tables),
+		References:  byOffset(a.tables),
+		SetOp:       isSetOp(top),
+		q:           a,
 	}
 	for _, t := range targets(leftmost(top)) {
 		if t.star {
