@@ -30,6 +30,12 @@ bench: build postgres
 	$(GO) run ./bench -rwc $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# The randomised equivalence of incremental refresh with a full recompute,
+# at length: 5,000 sequences (seeds RWC_EQUIV_SEED.., default 1..5000).
+.PHONY: soak
+soak: postgres
+	RWC_EQUIV_SEQUENCES=5000 $(GO) test -count=1 -timeout 4h -run '^TestIncrementalEquivalence$$' -v ./run/
+
 lint: build
 	$(GO) vet $(PKGS)
 	$(BIN) lint pipelines

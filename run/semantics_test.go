@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -54,7 +55,14 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 				DELETE FROM ev WHERE (d, k) IN (('2026-03-09', 'a'), ('2026-03-04', 'b'));
 				INSERT INTO ev VALUES ('2026-03-10', 'c', 7), ('2026-03-04', 'c', 7)`)
 			res := refresh(t, r, reqWindow(f))
-			checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+			if tc.reasons == nil {
+				// Every day of the window changed (v + 1000 everywhere):
+				// an incremental refresh recomputes all three.
+				checkOutcome(t, res, compile.ActionIncremental)
+				equalRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
+			} else {
+				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+			}
 			if res.RowsDeleted != 6 || res.RowsInserted != 6 {
 				t.Errorf("deleted %d, inserted %d; want 6 and 6", res.RowsDeleted, res.RowsInserted)
 			}
@@ -64,6 +72,23 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 			equalRows(t, "target on 2026-03-04 and 2026-03-09", e.rows(`SELECT * FROM t WHERE d IN ('2026-03-04', '2026-03-09')`),
 				[]string{"(2026-03-04,a,4)", "(2026-03-04,b,40)", "(2026-03-09,b,1090)"})
 			equalRows(t, "rows of k c", e.rows(`SELECT * FROM t WHERE k = 'c'`), []string{"(2026-03-10,c,7)"})
+
+			// A change to one day of the window (and one outside it):
+			// incremental refreshes recompute that day alone.
+			e.exec(`DROP TABLE before; CREATE TABLE before AS SELECT * FROM t`)
+			e.exec(`UPDATE ev SET v = -v WHERE d IN ('2026-03-09', '2026-03-05')`)
+			res = refresh(t, r, reqWindow(f))
+			if tc.reasons == nil {
+				checkOutcome(t, res, compile.ActionIncremental)
+				equalRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-09"})
+				if res.RowsDeleted != 1 || res.RowsInserted != 1 {
+					t.Errorf("deleted %d, inserted %d; want 1 and 1 (03-09 has one row)", res.RowsDeleted, res.RowsInserted)
+				}
+			} else {
+				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+			}
+			equalRows(t, "target after a change to one day", e.rows(`SELECT * FROM t`), e.rows(`
+				SELECT * FROM before WHERE d < '2026-03-08' UNION ALL SELECT * FROM ev WHERE d >= '2026-03-08'`))
 		})
 	}
 }
@@ -173,8 +198,13 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	}
 	equalRows(t, "rwc.flows after the override", e.rows(`SELECT * FROM rwc.flows`), flowsBefore)
 
+	// The source changed on every day before the override; the override
+	// recomputed 03-04..03-08 but the next refresh still owes the window's
+	// days their new rows: incremental, all three days (03-08 again, at no
+	// harm), and the override's own writes are not taken for external DML.
 	next := refresh(t, e.runner(now0), reqWindow(f))
-	checkOutcome(t, next, run.ActionRecomputeWindow)
+	checkOutcome(t, next, compile.ActionIncremental)
+	equalRows(t, "partitions after the override", next.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
 	if next.PredicateSQL != windowSQL || next.PredicateCEL != windowCEL {
 		t.Errorf("the refresh after the override used %s (%s), want the flow's window %s (%s)",
 			next.PredicateSQL, next.PredicateCEL, windowSQL, windowCEL)
@@ -187,7 +217,7 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	}
 	last2 := evs[len(evs)-2:]
 	if last2[0].Action != run.ActionBackfill || last2[0].PredicateSQL != res.PredicateSQL ||
-		last2[1].Action != run.ActionRecomputeWindow || last2[1].PredicateSQL != windowSQL {
+		last2[1].Action != compile.ActionIncremental || last2[1].PredicateSQL != windowSQL {
 		t.Errorf("events: %+v", last2)
 	}
 }
@@ -213,7 +243,12 @@ func TestFullRefreshLeavesOnlyWindow(t *testing.T) {
 	if got := e.value(`SELECT details->>'rows_outside_window_lost' FROM rwc.events WHERE flow = 't' ORDER BY id DESC LIMIT 1`); got != "12" {
 		t.Errorf("event details record %s rows lost, want 12", got)
 	}
-	checkOutcome(t, refresh(t, e.runner(now0), reqWindow(f)), run.ActionRecomputeWindow)
+	// The full refresh stored fresh fingerprints: nothing changed since.
+	next := refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, next, compile.ActionIncremental)
+	if next.RowsDeleted != 0 || next.RowsInserted != 0 || len(next.Partitions) != 0 {
+		t.Errorf("refresh after the full refresh: -%d +%d partitions %v, want nothing recomputed", next.RowsDeleted, next.RowsInserted, next.Partitions)
+	}
 }
 
 // reset_allowed: false refuses a full refresh, whoever asks, and changes
@@ -272,8 +307,8 @@ tables:
 }
 
 // The action and reasons a refresh records: create/FIRST_REFRESH, then
-// recompute_window; a changed query says QUERY_CHANGED once, a reformatted
-// one does not.
+// incremental; a changed query says QUERY_CHANGED once and recomputes the
+// window, a reformatted one does not.
 func TestActionsAndReasons(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -285,16 +320,23 @@ func TestActionsAndReasons(t *testing.T) {
 	if first.RowsDeleted != 0 || first.RowsInserted != 6 {
 		t.Errorf("first refresh deleted %d, inserted %d; want 0 and 6", first.RowsDeleted, first.RowsInserted)
 	}
-	checkOutcome(t, refresh(t, r, reqWindow(f)), run.ActionRecomputeWindow)
+	second := refresh(t, r, reqWindow(f))
+	checkOutcome(t, second, compile.ActionIncremental)
+	if second.RowsDeleted != 0 || second.RowsInserted != 0 || len(second.Partitions) != 0 {
+		t.Errorf("second refresh, nothing changed: -%d +%d partitions %v, want nothing recomputed", second.RowsDeleted, second.RowsInserted, second.Partitions)
+	}
 
 	reformatted := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "select d,  k, v  -- same query\n      from EV", 1)
-	checkOutcome(t, refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": reformatted}, "t"))), run.ActionRecomputeWindow)
+	checkOutcome(t, refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": reformatted}, "t"))), compile.ActionIncremental)
 
 	changed := flow(t, map[string]string{"p.yaml": strings.Replace(dailySpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1)}, "t")
 	res := refresh(t, r, reqWindow(changed))
 	checkOutcome(t, res, run.ActionRecomputeWindow, run.QueryChanged)
+	if res.RowsDeleted != 6 || res.RowsInserted != 6 {
+		t.Errorf("refresh after the query changed: -%d +%d, want the whole window (6 and 6)", res.RowsDeleted, res.RowsInserted)
+	}
 	equalRows(t, "target after the query changed", e.rows(`SELECT * FROM t`), e.rows(`SELECT d, k, v * 2 FROM ev WHERE d >= '2026-03-08'`))
-	checkOutcome(t, refresh(t, r, reqWindow(changed)), run.ActionRecomputeWindow)
+	checkOutcome(t, refresh(t, r, reqWindow(changed)), compile.ActionIncremental)
 	// Going back to the old query is a change again.
 	checkOutcome(t, refresh(t, r, reqWindow(f)), run.ActionRecomputeWindow, run.QueryChanged)
 
@@ -307,8 +349,8 @@ func TestActionsAndReasons(t *testing.T) {
 		got = append(got, ev.Action+" "+strings.Join(ev.Reasons, ","))
 	}
 	equalRows(t, "event log", got, []string{
-		"create FIRST_REFRESH", "recompute_window ", "recompute_window ", "recompute_window QUERY_CHANGED",
-		"recompute_window ", "recompute_window QUERY_CHANGED"})
+		"create FIRST_REFRESH", "incremental ", "incremental ", "recompute_window QUERY_CHANGED",
+		"incremental ", "recompute_window QUERY_CHANGED"})
 }
 
 // rwc never adopts a table it did not create: neither one that was there
