@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lib/pq"
 
@@ -14,8 +15,9 @@ import (
 
 // A Probe fingerprints one source (or the target) at refresh time: per
 // partition value, the number of row versions and a sum of hashes of their
-// physical identity (table, ctid and xmin). Any insert, update or delete
-// changes a version's identity, so a changed fingerprint means changed
+// physical identity (table, ctid and xmin), combined with XOR of 64-bit
+// hashes: identities are unique, so a change goes unseen with odds 2^-64.
+// Any insert, update or delete changes a version's identity, so a changed fingerprint means changed
 // rows; a rewrite (VACUUM FULL, CLUSTER) may change it too, which only costs
 // a needless recompute. The table (tableoid) is part of the identity: two
 // tables written by one transaction hold versions with equal ctid and xmin,
@@ -97,12 +99,12 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 				return nil, err
 			}
 			out = append(out, Probe{Source: name, Relation: quoteTable(t), SQL: fmt.Sprintf(
-				"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s WHERE %s GROUP BY 1",
+				"SELECT (%s)::text, count(*), coalesce(bit_xor(hashtextextended(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text, 0)), 0) FROM %s WHERE %s GROUP BY 1",
 				col, from, cond)})
 			continue
 		}
 		out = append(out, Probe{Source: name, Whole: true, Relation: quoteTable(t), SQL: fmt.Sprintf(
-			"SELECT NULL::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s", from)})
+			"SELECT NULL::text, count(*), coalesce(bit_xor(hashtextextended(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text, 0)), 0) FROM %s", from)})
 	}
 	return out, nil
 }
@@ -116,7 +118,7 @@ func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
 		return Probe{}, err
 	}
 	return Probe{SQL: fmt.Sprintf(
-		"SELECT (%s)::text, count(*), coalesce(sum(hashtext(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text)), 0) FROM %s AS s WHERE %s GROUP BY 1",
+		"SELECT (%s)::text, count(*), coalesce(bit_xor(hashtextextended(s.tableoid::text || ':' || s.ctid::text || ':' || s.xmin::text, 0)), 0) FROM %s AS s WHERE %s GROUP BY 1",
 		col, f.Target(), cond)}, nil
 }
 
@@ -148,6 +150,11 @@ func (f *Flow) Narrow(window *predicate.Predicate, values []string) (*predicate.
 			}
 			lits[i], keys[i] = strconv.FormatInt(n, 10), n
 		default:
+			if !utf8.ValidString(v) {
+				// CEL would read it back as another string: recompute the
+				// whole window rather than miss this partition.
+				return nil, fmt.Errorf("partition value %q is not valid UTF-8", v)
+			}
 			lits[i], keys[i] = strconv.Quote(v), v // byte order, as CEL and COLLATE "C" compare
 		}
 	}

@@ -23,8 +23,11 @@ func (r *Runner) lockFlow(ctx context.Context, f *compile.Flow) (*sql.Conn, func
 		return nil, nil, err
 	}
 	release := func() {
-		// The connection goes back to no pool: closing it drops the session
-		// lock whatever state the refresh left it in.
+		// Unlock first, so the lock is free when the refresh returns (a
+		// closed connection's backend exits a moment later); then the
+		// connection goes back to no pool, which drops the lock anyway
+		// whatever state the refresh left the session in.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock_all()`)
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		conn.Close()
 	}

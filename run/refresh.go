@@ -218,8 +218,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	case Override:
 		dec.Action, dec.Reasons = ActionBackfill, []string{Backfill}
 	}
-	if err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns); err != nil {
+	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
+	if err != nil {
 		return err
+	}
+	if created && req.Mode == Window {
+		// The target was missing (dropped outside rwc, or a new schema):
+		// whatever the state said, this is a first refresh.
+		dec = compile.Decision{Action: ActionCreate, Reasons: []string{FirstRefresh}}
 	}
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
@@ -231,6 +237,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if req.Mode == Override {
 		if window, err = f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}); err != nil {
 			return err
+		}
+	}
+	// A window that holds rows whose partition value is NULL (a predicate
+	// TRUE for NULL, as `... || true` is) cannot be narrowed to the values
+	// that changed: NULL is no value to list, and a probe would print it as
+	// the empty string.
+	if fingerprinted {
+		if in, err := window.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err != nil || in {
+			fingerprinted = false
+			if dec.Action == compile.ActionIncremental {
+				fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
+				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+			}
 		}
 	}
 	var sources []fingerprintRow
@@ -359,37 +378,37 @@ type queryer interface {
 // ensureTarget creates the target on first use, evolves its columns, and
 // refuses a table rwc did not create: adopting it would let a refresh
 // delete rows nobody asked rwc to manage.
-func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState, changes []compile.ColumnChange) error {
+func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState, changes []compile.ColumnChange) (created bool, err error) {
 	var oid sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case oid.Valid && !st.Found:
-		return refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
+		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
 			s.Target, f.Table.Pos)
 	case oid.Valid && uint32(oid.Int64) != st.targetOID:
-		return refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
+		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
 			s.Target, f.Table.Pos)
 	case oid.Valid:
-		return r.evolve(ctx, tx, f, changes)
+		return false, r.evolve(ctx, tx, f, changes)
 	}
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return err
+		return false, err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
+	_, err = tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
 		VALUES ($1, $2, $3, $4, $5, $6, '')
 		ON CONFLICT (flow) DO UPDATE SET pipeline = EXCLUDED.pipeline, target_schema = EXCLUDED.target_schema,
 			target_table = EXCLUDED.target_table, target_oid = EXCLUDED.target_oid, columns = EXCLUDED.columns,
 			query_fingerprint = '', predicate_cel = NULL, predicate_sql = NULL, last_refresh_at = NULL`,
 		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, oid.Int64, f.ColumnsJSON())
-	return err
+	return err == nil, err
 }
 
 // evolve applies column changes in the refresh's transaction: an added

@@ -538,13 +538,22 @@ func (h *e2e) concurrentApplies(t *testing.T) {
 			t.Errorf("rwc apply: %v", err)
 		}
 	}
+	// Which apply starts the backfill decides its batches (after a create
+	// they leave out the window, after an incremental refresh they do not);
+	// either way each batch runs exactly once.
+	n := p.count(`SELECT count(*) FROM rwc.backfill_batches`)
+	var want []string
+	for b := 1; b <= n; b++ {
+		want = append(want, fmt.Sprint(b))
+	}
+	sort.Strings(want)
 	all := append(batchesPrinted(outs[0].String()), batchesPrinted(outs[1].String())...)
 	sort.Strings(all)
-	if strings.Join(all, ",") != "1,2,3,4,5" || t.Failed() {
-		t.Fatalf("two applies printed batches %v, want each of 1..5 once:\n%s\n%s", all, outs[0].String(), outs[1].String())
+	if n == 0 || strings.Join(all, ",") != strings.Join(want, ",") || t.Failed() {
+		t.Fatalf("two applies printed batches %v, want each of the ledger's %d once:\n%s\n%s", all, n, outs[0].String(), outs[1].String())
 	}
-	if n := p.count(`SELECT count(*) FROM rwc.events WHERE action = 'backfill'`); n != 5 {
-		t.Fatalf("%d backfill events, want 5", n)
+	if e := p.count(`SELECT count(*) FROM rwc.events WHERE action = 'backfill'`); e != n {
+		t.Fatalf("%d backfill events, want %d", e, n)
 	}
 	sameRows(t, "the ledger (vs one apply)", p.rows(ledgerQuery), ref.ledger)
 	sameRows(t, "ledger totals", p.rows(`SELECT rows_deleted, rows_inserted, finished_at IS NOT NULL FROM rwc.backfills`), ref.totals)
