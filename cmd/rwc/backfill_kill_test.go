@@ -272,7 +272,7 @@ func seedKill(p *proj, slow bool) {
 }
 
 // batchLine matches rwc apply's plain progress line for the backfill.
-var batchLine = regexp.MustCompile(`(?m)^backfill pipelines/backfills/hist\.yaml \(daily\): batch (\d+)/5: \d+ deleted, \d+ inserted in \d+ms$`)
+var batchLine = regexp.MustCompile(`(?m)^backfill pipelines/backfills/hist\.yaml \(daily\): batch (\d+)/5: \d+ deleted, \d+ inserted in [0-9.]+(?:ms|s|µs)$`)
 
 func batchesPrinted(out string) []string {
 	var got []string
@@ -695,7 +695,7 @@ reason: load the history
 		}
 	}
 	out = p.rwc("apply")
-	if got := regexp.MustCompile(`(?m)^backfill `+regexp.QuoteMeta(file)+` \(clickstream_daily\): batch (\d)/3: 20 deleted, 20 inserted in \d+ms$`).FindAllString(out, -1); len(got) != 3 {
+	if got := regexp.MustCompile(`(?m)^backfill `+regexp.QuoteMeta(file)+` \(clickstream_daily\): batch (\d)/3: 20 deleted, 20 inserted in [0-9.]+(?:ms|s|µs)$`).FindAllString(out, -1); len(got) != 3 {
 		t.Fatalf("apply of the backfill: want 3 batches of 10 days (20 rows each):\n%s", out)
 	}
 	if strings.Contains(out, "history.yaml") {
