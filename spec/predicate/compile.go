@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
@@ -57,6 +58,42 @@ const supportedList = "&&, ||, !, ==, !=, <, <=, >, >=, in [list], startsWith, e
 // Compile parses and type-checks text against the table's columns and
 // lowers it to the closed Expr tree. Either the predicate or issues is set.
 func Compile(text string, cols []Column) (*Predicate, []Issue) {
+	key := cacheKey(text, cols)
+	if p, ok := compiled.Load(key); ok {
+		return p.(*Predicate), nil
+	}
+	p, issues := compileText(text, cols)
+	if p != nil {
+		if compiledN.Add(1) > maxCompiled {
+			compiled.Clear()
+			compiledN.Store(0)
+		}
+		compiled.Store(key, p)
+	}
+	return p, issues
+}
+
+// compiled caches predicates by text and column types: projects repeat
+// the same window on many tables, and plans and refreshes compile the same
+// resolved text again and again. A Predicate is immutable once compiled
+// (its caches are guarded), so sharing one is safe.
+var (
+	compiled  sync.Map
+	compiledN atomic.Int64
+)
+
+const maxCompiled = 8192
+
+func cacheKey(text string, cols []Column) string {
+	var b strings.Builder
+	b.WriteString(text)
+	for _, c := range cols {
+		b.WriteString("\x00" + c.Name + ":" + c.Type.Canonical)
+	}
+	return b.String()
+}
+
+func compileText(text string, cols []Column) (*Predicate, []Issue) {
 	c := &compiler{text: text, cols: map[string]Column{}}
 	for _, col := range cols {
 		c.cols[col.Name] = col
