@@ -3,7 +3,13 @@
 // transaction, and REFRESH MATERIALIZED VIEW of the same query. It starts
 // its own PostgreSQL, generates the data, and prints the ratios of one run.
 //
-//	go run ./bench [-rows 3000000] [-rounds 5]
+// Then, on the same data and in the same run: an incremental refresh after
+// one late-arriving day against a whole-window recompute of the same flow
+// (-incremental), and the last of a run of whole-window recomputes against
+// the first, which VACUUM after each refresh is meant to keep within 1.2×
+// (-repeat).
+//
+//	go run ./bench [-rows 3000000] [-rounds 5] [-incremental=true] [-repeat 100]
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	_ "github.com/lib/pq"
@@ -50,14 +57,16 @@ func main() {
 	rows := flag.Int("rows", 3_000_000, "fact rows, spread over 365 days")
 	rounds := flag.Int("rounds", 5, "timed rounds of each contender (the median is reported)")
 	rwcBin := flag.String("rwc", "bin/rwc", "the rwc binary to measure")
+	incremental := flag.Bool("incremental", true, "also compare an incremental refresh after one late-arriving day with a whole-window recompute")
+	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
 	flag.Parse()
-	if err := bench(*rows, *rounds, *rwcBin); err != nil {
+	if err := bench(*rows, *rounds, *rwcBin, *incremental, *repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(rows, rounds int, rwcBin string) error {
+func bench(rows, rounds int, rwcBin string, incremental bool, repeat int) error {
 	ctx := context.Background()
 	rwcBin, err := filepath.Abs(rwcBin)
 	if err != nil {
@@ -137,22 +146,44 @@ func bench(rows, rounds int, rwcBin string) error {
 		}
 		return nil
 	}
+	// With its sources unchanged, an rwc refresh is incremental and finds
+	// nothing to do. Touching the dimension (a source joined on another
+	// key), untimed, makes it recompute the whole window, as the other
+	// contenders do: like is compared with like.
+	touchDim := func() error {
+		_, err := db.ExecContext(ctx, `UPDATE store_dim SET region = region WHERE store_id = 1`)
+		return err
+	}
 	contenders := []struct {
 		name string
+		prep func() error // untimed, before each round
 		run  func() error
 	}{
-		{"rwc apply (7-day window)", rwc},
-		{"hand-written DELETE+INSERT in psql", func() error { return psql(handWritten) }},
-		{"REFRESH MATERIALIZED VIEW", func() error { return psql("REFRESH MATERIALIZED VIEW mv_enriched") }},
+		{"rwc apply (7-day window)", touchDim, rwc},
+		{"hand-written DELETE+INSERT in psql", nil, func() error { return psql(handWritten) }},
+		{"REFRESH MATERIALIZED VIEW", nil, func() error { return psql("REFRESH MATERIALIZED VIEW mv_enriched") }},
 	}
 	times := make([][]time.Duration, len(contenders))
+	actions := map[string]int{}
 	for r := 0; r < rounds; r++ {
 		for i, c := range contenders {
+			if c.prep != nil {
+				if err := c.prep(); err != nil {
+					return err
+				}
+			}
 			start := time.Now()
 			if err := c.run(); err != nil {
 				return err
 			}
 			times[i] = append(times[i], time.Since(start))
+			if i == 0 {
+				ev, err := lastEvent(ctx, db)
+				if err != nil {
+					return err
+				}
+				actions[ev.what()]++
+			}
 		}
 	}
 	med := make([]time.Duration, len(contenders))
@@ -166,7 +197,185 @@ func bench(rows, rounds int, rwcBin string) error {
 		fmt.Printf("| %s | %s | %.2f× |\n", c.name, med[i].Round(time.Millisecond), float64(med[0])/float64(med[i]))
 	}
 	fmt.Printf("\ngoals: rwc ≤ 1.10× hand-written, ≤ 0.10× REFRESH MATERIALIZED VIEW\n")
+	fmt.Printf("rwc's refreshes: %s\n", counts(actions))
+
+	if incremental {
+		if err := benchIncremental(ctx, db, rows, rounds, rwc, touchDim); err != nil {
+			return err
+		}
+	}
+	if repeat > 0 {
+		if err := benchRepeat(ctx, db, repeat, rwc, touchDim); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// benchIncremental compares, round by round in one run, three refreshes of
+// the same flow: after one late-arriving day inside the window (rwc
+// recomputes that day), after a late day and a touch of the dimension
+// (rwc falls back to recomputing the whole window), and with nothing
+// changed (rwc only fingerprints).
+func benchIncremental(ctx context.Context, db *sql.DB, rows, rounds int, rwc, touchDim func() error) error {
+	perDay := rows / 365
+	lateDay := func() error {
+		_, err := db.ExecContext(ctx, `INSERT INTO sales_fct
+			SELECT m + i, current_date - 3, 1 + (i * 7) % 1000, (i % 10000) / 100.0
+			FROM (SELECT max(sale_id) AS m FROM sales_fct) x, generate_series(1, $1) i`, perDay)
+		return err
+	}
+	kinds := []struct {
+		name string
+		prep func() error
+	}{
+		{"incremental, one late-arriving day", lateDay},
+		{"whole window (late day + dimension touched)", func() error {
+			if err := lateDay(); err != nil {
+				return err
+			}
+			return touchDim()
+		}},
+		{"incremental, nothing changed", nil},
+	}
+	wall := make([][]time.Duration, len(kinds))
+	inTx := make([][]time.Duration, len(kinds))
+	actions := make([]map[string]int, len(kinds))
+	for r := 0; r < rounds; r++ {
+		for i, k := range kinds {
+			if k.prep != nil {
+				if err := k.prep(); err != nil {
+					return err
+				}
+			}
+			start := time.Now()
+			if err := rwc(); err != nil {
+				return err
+			}
+			wall[i] = append(wall[i], time.Since(start))
+			ev, err := lastEvent(ctx, db)
+			if err != nil {
+				return err
+			}
+			inTx[i] = append(inTx[i], ev.duration)
+			if actions[i] == nil {
+				actions[i] = map[string]int{}
+			}
+			actions[i][ev.what()]++
+		}
+	}
+	fmt.Printf("\nincremental refresh: one late-arriving day (%d rows, current_date - 3) in the 7-day window, median of %d rounds, one run\n", perDay, rounds)
+	fmt.Printf("(rwc apply: the whole process; refresh: the refresh transaction as the event log records it, without commit and VACUUM):\n\n")
+	fmt.Println("| refresh | rwc apply | ÷ whole window | refresh | ÷ whole window | what rwc did |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | --- |")
+	w, t := median(wall[1]), median(inTx[1])
+	for i, k := range kinds {
+		fmt.Printf("| %s | %s | %.2f× | %s | %.2f× | %s |\n", k.name, median(wall[i]).Round(time.Millisecond), float64(median(wall[i]))/float64(w),
+			median(inTx[i]).Round(time.Millisecond), float64(median(inTx[i]))/float64(t), counts(actions[i]))
+	}
+	return nil
+}
+
+// benchRepeat runs n whole-window recomputes in a row (each deletes and
+// re-inserts the window's rows, leaving as many dead row versions) and
+// compares the last with the first.
+func benchRepeat(ctx context.Context, db *sql.DB, n int, rwc, touchDim func() error) error {
+	type stat struct{ dead, pages int64 }
+	// Dead row versions counted by pgstattuple, which reads the pages:
+	// pg_stat_user_tables.n_dead_tup also counts rows that the refresh
+	// deleted and its VACUUM removed, when the refresh's connection reports
+	// its deletes after the VACUUM reported. Without the extension: -1.
+	_, noPgstattuple := db.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS pgstattuple`)
+	stats := func() (stat, error) {
+		s := stat{dead: -1}
+		if noPgstattuple == nil {
+			if err := db.QueryRowContext(ctx, `SELECT dead_tuple_count FROM pgstattuple('public.sales_enriched')`).Scan(&s.dead); err != nil {
+				return s, err
+			}
+		}
+		err := db.QueryRowContext(ctx, `SELECT pg_relation_size('public.sales_enriched') / current_setting('block_size')::bigint`).Scan(&s.pages)
+		return s, err
+	}
+	before, err := stats()
+	if err != nil {
+		return err
+	}
+	var wall, inTx []time.Duration
+	actions := map[string]int{}
+	for i := 0; i < n; i++ {
+		if err := touchDim(); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := rwc(); err != nil {
+			return err
+		}
+		wall = append(wall, time.Since(start))
+		ev, err := lastEvent(ctx, db)
+		if err != nil {
+			return err
+		}
+		inTx = append(inTx, ev.duration)
+		actions[ev.what()]++
+	}
+	after, err := stats()
+	if err != nil {
+		return err
+	}
+	k := min(5, n)
+	fmt.Printf("\n%d whole-window recomputes in a row (%s), the last against the first:\n\n", n, counts(actions))
+	fmt.Println("| | first | last | last ÷ first | median of last 5 ÷ median of first 5 |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
+	fmt.Printf("| rwc apply | %s | %s | %.2f× | %.2f× |\n", wall[0].Round(time.Millisecond), wall[n-1].Round(time.Millisecond),
+		float64(wall[n-1])/float64(wall[0]), float64(median(wall[n-k:]))/float64(median(wall[:k])))
+	fmt.Printf("| refresh transaction | %s | %s | %.2f× | %.2f× |\n", inTx[0].Round(time.Millisecond), inTx[n-1].Round(time.Millisecond),
+		float64(inTx[n-1])/float64(inTx[0]), float64(median(inTx[n-k:]))/float64(median(inTx[:k])))
+	fmt.Printf("\ntarget: %d pages and %d dead row versions before, %d pages and %d after\n", before.pages, before.dead, after.pages, after.dead)
+	fmt.Printf("goal: the last refresh ≤ 1.2× the first\n")
+	return nil
+}
+
+// event is a refresh's line in rwc's event log.
+type event struct {
+	action, reasons string
+	partitions      int
+	duration        time.Duration
+}
+
+func (e event) what() string {
+	s := e.action
+	if e.reasons != "" {
+		s += " " + e.reasons
+	}
+	if e.action == "incremental" {
+		plural := "s"
+		if e.partitions == 1 {
+			plural = ""
+		}
+		s += fmt.Sprintf(" (%d partition%s)", e.partitions, plural)
+	}
+	return s
+}
+
+func lastEvent(ctx context.Context, db *sql.DB) (event, error) {
+	var e event
+	var ms int64
+	err := db.QueryRowContext(ctx, `SELECT action, array_to_string(reasons, ','), duration_ms,
+			coalesce(jsonb_array_length(nullif(details->'partitions', 'null')), 0)
+		FROM rwc.events WHERE flow = 'sales_enriched' AND kind = 'planning_information' ORDER BY id DESC LIMIT 1`).
+		Scan(&e.action, &e.reasons, &ms, &e.partitions)
+	e.duration = time.Duration(ms) * time.Millisecond
+	return e, err
+}
+
+// counts renders how often each thing happened: "incremental ×5".
+func counts(m map[string]int) string {
+	var out []string
+	for k, n := range m {
+		out = append(out, fmt.Sprintf("%s ×%d", k, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func median(d []time.Duration) time.Duration {

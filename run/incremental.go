@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/lib/pq"
+
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
@@ -275,11 +277,29 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 	if err != nil {
 		return err
 	}
-	del := `DELETE FROM rwc.fingerprints WHERE flow = $1`
 	if targetOnly {
-		del += ` AND source = '' AND NOT whole`
-	}
-	if _, err := tx.ExecContext(ctx, del, f.Name()); err != nil {
+		// Only the window's values were probed (and found clean before the
+		// override): the fingerprints of values outside it, which the window
+		// the state records may still cover (the spec changed since), stay.
+		stored, err := loadFingerprints(ctx, tx, f.Name())
+		if err != nil {
+			return err
+		}
+		inWindow := inWindowOf(f, window)
+		var values []string
+		for k := range stored {
+			if k.source == "" && !k.whole && inWindow(k.value) {
+				values = append(values, k.value)
+			}
+		}
+		for _, fr := range target {
+			values = append(values, fr.value)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1 AND source = '' AND NOT whole AND value = ANY($2)`,
+			f.Name(), pq.Array(values)); err != nil {
+			return err
+		}
+	} else if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1`, f.Name()); err != nil {
 		return err
 	}
 	rows := append(target, sources...)
