@@ -653,10 +653,10 @@ func TestRepeatedRefreshesKeepTargetSize(t *testing.T) {
 	}
 }
 
-// An override run with another spec than the one last refreshed (the
-// window narrowed in the work tree, say) leaves the fingerprints of the
-// days outside its window alone: back on the deployed spec, the next
-// refresh finds nothing external.
+// An override stores the target's fingerprints again over the window the
+// last refresh recorded, not over the spec's window now (narrowed in the
+// work tree, or moved on with time): back on that window, the next refresh
+// finds nothing external.
 func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -668,4 +668,16 @@ func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	checkOutcome(t, s.run(run.Override, `d == date('2026-03-01')`), run.ActionBackfill, run.Backfill)
 	s.load(wide)
 	expectPartitions(t, s.refresh())
+
+	// Or a day later, when the window has moved on: the override rewrites
+	// 03-07, which the last refresh's window held and today's does not;
+	// the window widened back by a day is that window again.
+	e2 := newEnv(t)
+	e2.seedDaily()
+	s2 := newScenario(t, e2, wide)
+	s2.refresh()
+	s2.now = at(1)
+	checkOutcome(t, s2.run(run.Override, `d >= date('2026-03-06') && d <= date('2026-03-08')`), run.ActionBackfill, run.Backfill)
+	s2.load(strings.Replace(dailySpec, "-2)", "-4)", 1))
+	expectPartitions(t, s2.refresh())
 }

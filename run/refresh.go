@@ -261,15 +261,23 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// An override's writes are rwc's, so afterwards the target's fingerprint
 	// is stored again, lest the next refresh take them for external DML; but
 	// only when the target was clean before it: DML made since the last
-	// refresh must still show then.
-	storeTarget := true
+	// refresh must still show then. Both over the window the state records
+	// (the last refresh's), which is what the next refresh compares within:
+	// the spec's window now may be narrower (changed since, or moved on).
+	storeTarget, fpWindow := true, window
 	if fingerprinted && req.Mode == Override {
-		stored, err := loadFingerprints(ctx, tx, f.Name())
-		if err != nil {
-			return err
-		}
-		if storeTarget, err = targetUnchanged(ctx, tx, f, window, stored); err != nil {
-			return err
+		storeTarget = false
+		if prior, ok := f.StoredWindow(st.FlowState); ok {
+			if in, err := prior.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err == nil && !in {
+				stored, err := loadFingerprints(ctx, tx, f.Name())
+				if err != nil {
+					return err
+				}
+				if storeTarget, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
+					return err
+				}
+				fpWindow = prior
+			}
 		}
 	}
 	if dec.Action == compile.ActionIncremental {
@@ -319,7 +327,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		res.RowsInserted = n
 	}
 	if fingerprinted && storeTarget {
-		if err := storeFingerprints(ctx, tx, f, window, sources, req.Mode == Override); err != nil {
+		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, req.Mode == Override); err != nil {
 			return err
 		}
 	}
