@@ -9,7 +9,11 @@
 // the first, which VACUUM after each refresh is meant to keep within 1.2×
 // (-repeat).
 //
-//	go run ./bench [-rows 3000000] [-rounds 5] [-incremental=true] [-repeat 100]
+// -layout says how the fact table's rows lie on disk: "clustered" (by date,
+// as a table loaded day after day is) or "scattered" (every page holds
+// every day: each day's rows are read from all of the table's pages).
+//
+//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100]
 package main
 
 import (
@@ -57,16 +61,28 @@ func main() {
 	rows := flag.Int("rows", 3_000_000, "fact rows, spread over 365 days")
 	rounds := flag.Int("rounds", 5, "timed rounds of each contender (the median is reported)")
 	rwcBin := flag.String("rwc", "bin/rwc", "the rwc binary to measure")
+	layout := flag.String("layout", "clustered", `fact rows on disk: "clustered" by date (loaded day by day) or "scattered" (each page holds every day)`)
 	incremental := flag.Bool("incremental", true, "also compare an incremental refresh after one late-arriving day with a whole-window recompute")
 	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
 	flag.Parse()
-	if err := bench(*rows, *rounds, *rwcBin, *incremental, *repeat); err != nil {
+	if _, ok := layouts[*layout]; !ok {
+		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
+		os.Exit(2)
+	}
+	if err := bench(*rows, *rounds, *rwcBin, *layout, *incremental, *repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(rows, rounds int, rwcBin string, incremental bool, repeat int) error {
+// layouts give the date of fact row i (1..{rows}) as SQL.
+var layouts = map[string]string{
+	"clustered": "current_date - 364 + ((i - 1) * 365 / {rows})::int",
+	"scattered": "current_date - (i % 365)",
+}
+
+func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int) error {
+	dateOf := layouts[layout]
 	ctx := context.Background()
 	rwcBin, err := filepath.Abs(rwcBin)
 	if err != nil {
@@ -95,19 +111,19 @@ func bench(rows, rounds int, rwcBin string, incremental bool, repeat int) error 
 	}
 	defer db.Close()
 
-	fmt.Printf("generating %d fact rows over 365 days…\n", rows)
+	fmt.Printf("generating %d fact rows over 365 days, %s…\n", rows, layout)
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(`
 		CREATE TABLE store_dim (store_id int PRIMARY KEY, store_name text, region text);
 		INSERT INTO store_dim SELECT i, 'store ' || i, (ARRAY['emea','amer','apac'])[1 + i %% 3] FROM generate_series(1, 1000) i;
 		CREATE TABLE sales_fct (sale_id bigint PRIMARY KEY, date date NOT NULL, store_id int NOT NULL, amount numeric(12,2));
-		INSERT INTO sales_fct SELECT i, current_date - (i %% 365), 1 + (i * 7) %% 1000, (i %% 10000) / 100.0 FROM generate_series(1, %d) i;
+		INSERT INTO sales_fct SELECT i, %s, 1 + (i * 7) %% 1000, (i %% 10000) / 100.0 FROM generate_series(1, %d) i;
 		CREATE INDEX ON sales_fct (date);
 		CREATE TABLE hand_enriched (sale_id bigint, date date, store_name text, region text, amount numeric(12,2));
 		INSERT INTO hand_enriched SELECT f.sale_id, f.date, d.store_name, d.region, f.amount
 			FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id;
 		CREATE INDEX ON hand_enriched (date);
 		CREATE MATERIALIZED VIEW mv_enriched AS SELECT f.sale_id, f.date, d.store_name, d.region, f.amount
-			FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id`, rows)); err != nil {
+			FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id`, strings.ReplaceAll(dateOf, "{rows}", fmt.Sprint(rows)), rows)); err != nil {
 		return err
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {

@@ -198,5 +198,3 @@ func Load(fsys fs.FS, display string) (*Project, diag.List, error) {
 	ds.Sort()
 	return p, ds, nil
 }
-
-var queryFingerprint = query.Fingerprint

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/rwc-dev/rwc/compile/query"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -189,7 +190,7 @@ func (f *Flow) Fingerprint() string {
 	f.fingerprintOnce.Do(func() {
 		if f.Query != nil {
 			f.fingerprint = f.Query.Fingerprint
-		} else if fp, err := queryFingerprint(f.Table.Query.Value); err == nil {
+		} else if fp, err := query.Fingerprint(f.Table.Query.Value); err == nil {
 			f.fingerprint = fp
 		}
 	})

@@ -105,7 +105,7 @@ func (p *Plan) summaryLine() string {
 		d = "yes (needs --allow-destructive)"
 	}
 	return fmt.Sprintf("Plan: %s, %d with definition changes, %s to run, destructive: %s.",
-		plural(p.Summary.Flows, "flow"), p.Summary.DefinitionChanges, plural(p.Summary.PendingBackfills, "backfill"), d)
+		diag.Plural(p.Summary.Flows, "flow"), p.Summary.DefinitionChanges, diag.Plural(p.Summary.PendingBackfills, "backfill"), d)
 }
 
 // maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
@@ -175,9 +175,3 @@ func mdCode(s string) string {
 	return "`" + s + "`"
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}

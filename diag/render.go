@@ -50,10 +50,11 @@ func (l List) Summary() string {
 	if e == 0 && w == 0 {
 		return "no problems"
 	}
-	return plural(e, "error") + ", " + plural(w, "warning")
+	return Plural(e, "error") + ", " + Plural(w, "warning")
 }
 
-func plural(n int, word string) string {
+// Plural says "1 word" or "n words".
+func Plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}

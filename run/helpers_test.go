@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -43,33 +42,13 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if _, err := e.db.Exec(q, args...); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
+	pgtest.Exec(e.t, e.db, q, args...)
 }
 
-// rows returns the rows of q, each as its row literal text, sorted: an
-// order-independent picture of a table or query result.
+// rows returns the rows of q (see pgtest.Rows).
 func (e *env) rows(q string) []string {
 	e.t.Helper()
-	rs, err := e.db.Query(fmt.Sprintf("SELECT x::text FROM (%s) x", q))
-	if err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	defer rs.Close()
-	out := []string{}
-	for rs.Next() {
-		var s string
-		if err := rs.Scan(&s); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rs.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	sort.Strings(out) // in Go: the database's collation must not matter
-	return out
+	return pgtest.Rows(e.t, e.db, q)
 }
 
 // value returns the single value q yields, as text ("<null>" for NULL).
@@ -87,26 +66,19 @@ func (e *env) value(q string, args ...any) string {
 
 func (e *env) count(q string, args ...any) int64 {
 	e.t.Helper()
-	var n int64
-	if err := e.db.QueryRow(q, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return pgtest.Count(e.t, e.db, q, args...)
 }
 
 // equalRows fails the test when got and want differ, showing both.
 func equalRows(t testing.TB, what string, got, want []string) {
 	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("%s:\n got  %d rows: %v\n want %d rows: %v", what, len(got), got, len(want), want)
-	}
+	pgtest.SameRows(t, what, got, want)
 }
 
 // advisoryLocks counts the advisory locks held in this test's database.
 func (e *env) advisoryLocks() int64 {
 	e.t.Helper()
-	return e.count(`SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-		WHERE l.locktype = 'advisory' AND d.datname = current_database()`)
+	return pgtest.AdvisoryLocks(e.t, e.db)
 }
 
 // project loads specs given as file name → YAML, failing on lint errors.
@@ -222,17 +194,7 @@ func buildBinary() {
 		return
 	}
 	binPath = filepath.Join(binDir, "rwc")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		binErr = err
-		return
-	}
-	cmd := exec.Command(goTool, "build", "-o", binPath, "github.com/rwc-dev/rwc/cmd/rwc")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		binErr = fmt.Errorf("go build ./cmd/rwc: %v\n%s", err, out.String())
-	}
+	binErr = pgtest.BuildRWC(binPath)
 }
 
 func removeBinary() {

@@ -25,12 +25,13 @@ func (r *Runner) lockFlow(ctx context.Context, f *compile.Flow) (*sql.Conn, func
 		return nil, nil, err
 	}
 	release := func() {
-		// Unlock first, so the lock is free when the refresh returns (a
-		// closed connection's backend exits a moment later); then the
-		// connection goes back to no pool, which drops the lock anyway
-		// whatever state the refresh left the session in.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock_all()`)
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		// DISCARD ALL drops the lock and whatever the refresh left in the
+		// session (settings, prepared statements), so the connection can go
+		// back to the pool; if it fails, the connection is dropped instead,
+		// which ends the session and its lock.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `DISCARD ALL`); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
 		conn.Close()
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
@@ -143,44 +144,78 @@ func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool 
 	}
 }
 
-// targetUnchanged reports whether the target's window is as the last
-// refresh that stored fingerprints left it: no DML by anyone else since.
-func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, error) {
-	if _, ok := stored[takenKey]; !ok {
-		return false, nil
-	}
+// probeTarget fingerprints the target's window: its rows as they are now,
+// in this transaction.
+func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate) ([]fingerprintRow, error) {
 	tp, err := f.TargetProbe(window)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	target, err := runProbe(ctx, tx, tp)
+	return runProbe(ctx, tx, tp)
+}
+
+// targetUnchanged reports whether the target's window is as the last
+// refresh that stored fingerprints left it: no DML by anyone else since.
+// It returns the target's fingerprints it took (nil when none were stored
+// to compare with).
+func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, []fingerprintRow, error) {
+	if _, ok := stored[takenKey]; !ok {
+		return false, nil, nil
+	}
+	target, err := probeTarget(ctx, tx, f, window)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, nil
+	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, target, nil
+}
+
+// targetAfter is the target's fingerprints after a write within written
+// (nil: nothing was written), given those taken before it (nil: none).
+// Only the partitions written are probed again: the others are as the
+// earlier probe found them, in this transaction's snapshot.
+func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, written *predicate.Predicate, before []fingerprintRow) ([]fingerprintRow, error) {
+	if before == nil {
+		return probeTarget(ctx, tx, f, window)
+	}
+	if written == nil {
+		return before, nil
+	}
+	fresh, err := probeTarget(ctx, tx, f, written)
+	if err != nil {
+		return nil, err
+	}
+	rewritten := inWindowOf(f, written)
+	for _, b := range before {
+		if !rewritten(b.value) {
+			fresh = append(fresh, b)
+		}
+	}
+	return fresh, nil
 }
 
 // changedPartitions compares this refresh's fingerprints with those stored
 // by the last one. It returns the window narrowed to the partition values
 // whose source rows changed and those values (nil: nothing changed), or the
-// reason the refresh must recompute the whole window instead.
-func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (*predicate.Predicate, []string, string, error) {
+// reason the refresh must recompute the whole window instead; and the
+// target's fingerprints when it took them.
+func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	stored, err := loadFingerprints(ctx, tx, f.Name())
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	if _, ok := stored[takenKey]; !ok {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
-		return nil, nil, compile.ReasonPriorPredicateMissing, nil
+		return nil, nil, compile.ReasonPriorPredicateMissing, nil, nil
 	}
 	// Rows rwc did not write, inside the window: the target no longer is
-	// what the last refresh left.
-	clean, err := targetUnchanged(ctx, tx, f, window, stored)
+	// what the last refresh left. Checked first, whatever the sources say:
+	// the user's own DML being overwritten is the reason to report.
+	clean, target, err := targetUnchanged(ctx, tx, f, window, stored)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	if !clean {
-		return nil, nil, compile.ReasonExternalChange, nil
+		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
@@ -189,7 +224,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 		if s.opaque {
 			// A view (or another relation without row identity): what
 			// changed in it cannot be known.
-			return nil, nil, compile.ReasonCannotPushPredicate, nil
+			return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 		}
 		bySource[s.source] = append(bySource[s.source], s)
 	}
@@ -198,7 +233,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 			if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
 				// A source joined on another key changed (a dimension):
 				// which partitions it affects is not known.
-				return nil, nil, compile.ReasonCannotPushPredicate, nil
+				return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 			}
 			continue
 		}
@@ -214,20 +249,20 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 		}
 	}
 	if len(changed) == 0 {
-		return nil, nil, "", nil
+		return nil, nil, "", target, nil
 	}
-	values := make([]string, 0, len(changed))
+	values = make([]string, 0, len(changed))
 	for v := range changed {
 		values = append(values, v)
 	}
 	sort.Strings(values)
-	narrowed, err := f.Narrow(window, values)
+	narrowed, err = f.Narrow(window, values)
 	if err != nil {
 		// A source's partition values are not the target's (another type):
 		// the window cannot be mapped onto that source.
-		return nil, nil, compile.ReasonCannotPushPredicate, nil
+		return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 	}
-	return narrowed, values, "", nil
+	return narrowed, values, "", target, nil
 }
 
 // diffValues lists the partition values (within the window) where the
@@ -268,15 +303,7 @@ func parsePartition(f *compile.Flow, v string) (predicate.Value, bool) {
 // the sources as probed before the write, the target as the write left it.
 // After an override the sources were not probed; their fingerprints stay,
 // and so does the mark that fingerprints were taken (or its absence).
-func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, targetOnly bool) error {
-	tp, err := f.TargetProbe(window)
-	if err != nil {
-		return err
-	}
-	target, err := runProbe(ctx, tx, tp)
-	if err != nil {
-		return err
-	}
+func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources, target []fingerprintRow, targetOnly bool) error {
 	if targetOnly {
 		// Only the window's values were probed (and found clean before the
 		// override): the fingerprints of values outside it, which the window
@@ -302,33 +329,44 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 	} else if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1`, f.Name()); err != nil {
 		return err
 	}
-	rows := append(target, sources...)
-	if targetOnly {
-		rows = target
-	} else {
+	rows := append([]fingerprintRow(nil), target...)
+	if !targetOnly {
+		rows = append(rows, sources...)
 		rows = append(rows, fingerprintRow{source: takenKey.source, whole: takenKey.whole, value: takenKey.value})
 	}
+	var src, val []string
+	var whole []bool
+	var n, h []int64
 	for _, fr := range rows {
 		if fr.opaque {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES ($1, $2, $3, $4, $5, $6)`,
-			f.Name(), fr.source, fr.whole, fr.value, fr.n, fr.h); err != nil {
-			return err
-		}
+		src, whole, val, n, h = append(src, fr.source), append(whole, fr.whole), append(val, fr.value), append(n, fr.n), append(h, fr.h)
 	}
-	return nil
+	// One statement, however many partitions: a 90-day window stores a
+	// hundred rows or more.
+	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h)
+		SELECT $1, * FROM unnest($2::text[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[])`,
+		f.Name(), pq.Array(src), pq.Array(whole), pq.Array(val), pq.Array(n), pq.Array(h))
+	return err
 }
 
 // vacuum keeps repeated refreshes from slowing down: each DELETE leaves
 // dead row versions that the next one would scan again. It runs after the
 // commit (VACUUM cannot run in a transaction) and only when rows were
-// deleted; a failure is reported but does not fail the refresh.
+// deleted; a failure is reported but does not fail the refresh. A plain
+// VACUUM reads only the pages the refresh dirtied (the visibility map
+// skips the rest); ANALYZE would sample the whole table every time, so it
+// runs once, on a created target, and autovacuum keeps statistics after.
 func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, res *Result) {
-	if res.RowsDeleted == 0 && res.Action != ActionCreate {
-		return // a created target is analyzed once, so plans can estimate its rows
+	stmt := "VACUUM "
+	switch {
+	case res.Action == ActionCreate:
+		stmt = "VACUUM (ANALYZE) "
+	case res.RowsDeleted == 0:
+		return
 	}
-	if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) "+f.Target()); err != nil {
+	if _, err := conn.ExecContext(ctx, stmt+f.Target()); err != nil {
 		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s: %v\n", f.Name(), f.Target(), err)
 	}
 }

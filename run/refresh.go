@@ -273,15 +273,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 				if err != nil {
 					return err
 				}
-				if storeTarget, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
+				if storeTarget, _, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
 					return err
 				}
 				fpWindow = prior
 			}
 		}
 	}
+	// What the target's fingerprints were before the write, and where the
+	// write may change them; nil, nil: probe the whole window afterwards.
+	var targetBefore []fingerprintRow
+	var written *predicate.Predicate
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, err := r.changedPartitions(ctx, tx, f, window, sources)
+		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources)
 		if err != nil {
 			return err
 		}
@@ -290,11 +294,13 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
 		case narrowed == nil:
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
+			targetBefore = target
 		default:
 			if stmts, err = f.Statements(narrowed, false); err != nil {
 				return err
 			}
 			res.Partitions = values
+			targetBefore, written = target, narrowed
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
@@ -327,7 +333,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		res.RowsInserted = n
 	}
 	if fingerprinted && storeTarget {
-		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, req.Mode == Override); err != nil {
+		target, err := targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
+		if err != nil {
+			return err
+		}
+		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, target, req.Mode == Override); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add; an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 3
+const stateVersion = 4
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -87,6 +87,10 @@ var migrations = []string{
 		committed_at  timestamptz,
 		PRIMARY KEY (path, batch)
 	);`,
+	// 4: fingerprints hash row versions another way (compile.versionHash):
+	// the old ones cannot be compared, so each flow's next refresh
+	// recomputes its window, as after an upgrade from before fingerprints.
+	`DELETE FROM rwc.fingerprints;`,
 }
 
 // migrateLock serialises concurrent migrations (two `rwc apply` at once on

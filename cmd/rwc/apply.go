@@ -152,7 +152,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 					where += " with uncommitted changes"
 				}
 			}
-			fmt.Fprintf(out, "applied %s %s\n", plural(len(p.Flows), "flow"), where)
+			fmt.Fprintf(out, "applied %s %s\n", diag.Plural(len(p.Flows), "flow"), where)
 			return nil
 		},
 	}
@@ -278,9 +278,3 @@ func snapshot(p *compile.Project) map[string]string {
 	return m
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}

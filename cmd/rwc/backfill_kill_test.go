@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/rwc-dev/rwc/run/pgcluster"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // TestBackfillEndToEnd runs the real rwc binary (built once, into a
@@ -62,19 +63,7 @@ func TestBackfillEndToEnd(t *testing.T) {
 }
 
 // buildRWC builds ./cmd/rwc (this package) into bin.
-func buildRWC(bin string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/rwc-dev/rwc/cmd/rwc")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/rwc: %v\n%s", err, out.String())
-	}
-	return nil
-}
+func buildRWC(bin string) error { return pgtest.BuildRWC(bin) }
 
 // e2e is the cluster and the binary the subtests share.
 type e2e struct {
@@ -181,49 +170,23 @@ func (p *proj) rwc(args ...string) string {
 
 func (p *proj) exec(q string, args ...any) {
 	p.t.Helper()
-	if _, err := p.db.Exec(q, args...); err != nil {
-		p.t.Fatalf("%s: %v", q, err)
-	}
+	pgtest.Exec(p.t, p.db, q, args...)
 }
 
-// rows is q's rows as row literals, sorted in Go.
+// rows is q's rows as row literals, sorted in Go (see pgtest.Rows).
 func (p *proj) rows(q string, args ...any) []string {
 	p.t.Helper()
-	rs, err := p.db.Query(fmt.Sprintf("SELECT x::text FROM (%s) x", q), args...)
-	if err != nil {
-		p.t.Fatalf("%s: %v", q, err)
-	}
-	defer rs.Close()
-	out := []string{}
-	for rs.Next() {
-		var s string
-		if err := rs.Scan(&s); err != nil {
-			p.t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rs.Err(); err != nil {
-		p.t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
+	return pgtest.Rows(p.t, p.db, q, args...)
 }
 
 func (p *proj) count(q string, args ...any) int {
 	p.t.Helper()
-	var n int
-	if err := p.db.QueryRow(q, args...).Scan(&n); err != nil {
-		p.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return int(pgtest.Count(p.t, p.db, q, args...))
 }
 
 func sameRows(t *testing.T, what string, got, want []string) {
 	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("%s:\n got  %d rows:\n  %s\n want %d rows:\n  %s", what, len(got), strings.Join(got, "\n  "),
-			len(want), strings.Join(want, "\n  "))
-	}
+	pgtest.SameRows(t, what, got, want)
 }
 
 // daySpec is a flow copying ev with a two-day window; slow makes every

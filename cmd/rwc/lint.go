@@ -84,5 +84,5 @@ func counts(p *compile.Project) string {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s, %s, %s", plural(len(p.Spec.Pipelines), "pipeline"), plural(len(p.Flows), "flow"), plural(len(p.Spec.Backfills), "backfill"))
+	return fmt.Sprintf("%s, %s, %s", diag.Plural(len(p.Spec.Pipelines), "pipeline"), diag.Plural(len(p.Flows), "flow"), diag.Plural(len(p.Spec.Backfills), "backfill"))
 }
