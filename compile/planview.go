@@ -174,4 +174,3 @@ func mdCode(s string) string {
 	}
 	return "`" + s + "`"
 }
-

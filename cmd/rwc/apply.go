@@ -277,4 +277,3 @@ func snapshot(p *compile.Project) map[string]string {
 	}
 	return m
 }
-
