@@ -41,9 +41,15 @@ type Probe struct {
 // seed ((tableoid << 32) | xmin: injective, xids are 32 bits), then XOR.
 // Hashing the tid natively instead of a text rendering of the three costs
 // about half as much per row, which is most of a probe's time beyond
-// reading the pages. Changing it changes every stored fingerprint: the
-// state migration that ships the change must clear rwc.fingerprints.
-const versionHash = "coalesce(bit_xor(hashtidextended(s.ctid, (s.tableoid::bigint << 32) | s.xmin::text::bigint)), 0)"
+// reading the pages. xmin has no cast to a number but through text, which
+// costs as much again; age(xmin) is an integer, and the transaction's
+// reference xid, recovered once as age('3') + 3 (3 is the first normal
+// xid), gives xmin back modulo 2^32, exactly, across wraparound. Special
+// xids (frozen by an old release) have no age (INT_MAX): they stand as 2.
+// Changing the hash changes every stored fingerprint: the state migration
+// that ships the change must clear rwc.fingerprints.
+const versionHash = "coalesce(bit_xor(hashtidextended(s.ctid, (s.tableoid::bigint << 32) | " +
+	"coalesce(((SELECT age('3'::xid)::bigint + 3) - nullif(age(s.xmin), 2147483647)) & 4294967295, 2))), 0)"
 
 // maxIncrementalPartitions bounds the partitions an incremental refresh
 // recomputes by listing them; past it, it recomputes the range they span.
@@ -129,6 +135,21 @@ func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
 	return Probe{SQL: fmt.Sprintf(
 		"SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s",
 		col, versionHash, f.Target(), cond)}, nil
+}
+
+// FingerprintedWrite wraps a refresh's INSERT or DELETE on the target so
+// that it also returns the fingerprints of the rows it wrote or deleted,
+// per partition value, with whether the value lies in window: what a
+// TargetProbe would find in them, without reading them again. Result
+// columns: value, n, h, in_window. The statement that runs is still the
+// plan's; only RETURNING and the aggregate are added.
+func (f *Flow) FingerprintedWrite(stmt string, window *predicate.Predicate) (string, error) {
+	cond, err := window.SQL(func(string) string { return "s.p" })
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("WITH written AS (\n%s\nRETURNING %s AS p, ctid, xmin, tableoid\n)\nSELECT (s.p)::text, count(*), %s, coalesce(%s, false) FROM written AS s GROUP BY s.p",
+		stmt, pq.QuoteIdentifier(f.PartitionBy), versionHash, cond), nil
 }
 
 // Narrow is the window restricted to the given partition values (as

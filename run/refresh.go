@@ -280,27 +280,34 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			}
 		}
 	}
-	// What the target's fingerprints were before the write, and where the
-	// write may change them; nil, nil: probe the whole window afterwards.
-	var targetBefore []fingerprintRow
-	var written *predicate.Predicate
+	// The target's fingerprints after the write are those of the rows the
+	// INSERT wrote, and, after an incremental refresh, those taken before
+	// it of the partitions it left alone (kept); a whole-window write
+	// leaves none of the window's earlier rows.
+	var kept []fingerprintRow
+	// recheck: the stored fingerprints the window's DELETE checks the
+	// target against, when the target was not probed before it.
+	var recheck map[fpKey][2]int64
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources)
+		ch, err := r.changedPartitions(ctx, tx, f, window, sources)
 		if err != nil {
 			return err
 		}
 		switch {
-		case reason != "":
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
-		case narrowed == nil:
+		case ch.reason != "":
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{ch.reason}
+			if ch.unchecked {
+				recheck = ch.stored
+			}
+		case ch.narrowed == nil:
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
-			targetBefore = target
+			kept = ch.target
 		default:
-			if stmts, err = f.Statements(narrowed, false); err != nil {
+			if stmts, err = f.Statements(ch.narrowed, false); err != nil {
 				return err
 			}
-			res.Partitions = values
-			targetBefore, written = target, narrowed
+			res.Partitions = ch.values
+			kept = keptOutside(f, ch.target, ch.narrowed)
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
@@ -318,6 +325,15 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 		res.RowsDeleted = total
+	} else if stmts.Delete != "" && recheck != nil {
+		gone, n, err := writeFingerprinted(ctx, tx, f, stmts.Delete, window)
+		if err != nil {
+			return err
+		}
+		res.RowsDeleted = n
+		if deletedExternal(f, window, gone, recheck) {
+			res.Reasons = []string{compile.ReasonExternalChange}
+		}
 	} else if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
 		if err != nil {
@@ -325,17 +341,28 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		res.RowsDeleted = n
 	}
+	// An override writes a range other than the window the fingerprints
+	// describe: the target is probed again after it instead.
+	fromInsert := fingerprinted && storeTarget && req.Mode != Override
+	var wrote []fingerprintRow
 	if stmts.Insert != "" {
-		n, err := execCount(ctx, tx, stmts.Insert)
+		var n int64
+		if fromInsert {
+			wrote, n, err = writeFingerprinted(ctx, tx, f, stmts.Insert, fpWindow)
+		} else {
+			n, err = execCount(ctx, tx, stmts.Insert)
+		}
 		if err != nil {
 			return queryError(f, err)
 		}
 		res.RowsInserted = n
 	}
 	if fingerprinted && storeTarget {
-		target, err := targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
-		if err != nil {
-			return err
+		target := append(kept, wrote...)
+		if !fromInsert {
+			if target, err = probeTarget(ctx, tx, f, fpWindow); err != nil {
+				return err
+			}
 		}
 		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, target, req.Mode == Override); err != nil {
 			return err
@@ -351,6 +378,17 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 	}
+	windowRows := res.RowsInserted
+	if fingerprinted && storeTarget && req.Mode != Override {
+		windowRows = 0
+		for _, t := range append(kept, wrote...) {
+			windowRows += t.n
+		}
+	}
+	churn, err := trackChurn(ctx, tx, f, res, windowRows)
+	if err != nil {
+		return err
+	}
 	if err := insertEvent(ctx, tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
 		return err
 	}
@@ -362,7 +400,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	r.vacuum(ctx, conn, f, res)
+	r.vacuum(ctx, conn, f, res, churn)
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
-// add; an older rwc refuses a newer state rather than misreading it.
+// add (or drop what can no longer be read); an older rwc refuses a newer state rather than misreading it.
 const stateVersion = 4
 
 // migrations[i] takes the state schema from version i to i+1.
@@ -90,7 +90,12 @@ var migrations = []string{
 	// 4: fingerprints hash row versions another way (compile.versionHash):
 	// the old ones cannot be compared, so each flow's next refresh
 	// recomputes its window, as after an upgrade from before fingerprints.
-	`DELETE FROM rwc.fingerprints;`,
+	// And the dead row versions refreshes left in each target since it was
+	// last vacuumed (vacuums: the table's VACUUM count then), so that rwc
+	// vacuums when they add up rather than after every refresh.
+	`DELETE FROM rwc.fingerprints;
+	ALTER TABLE rwc.flows ADD COLUMN dead_rows bigint NOT NULL DEFAULT 0,
+		ADD COLUMN vacuums bigint NOT NULL DEFAULT 0;`,
 }
 
 // migrateLock serialises concurrent migrations (two `rwc apply` at once on
