@@ -137,21 +137,6 @@ func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
 		col, versionHash, f.Target(), cond)}, nil
 }
 
-// FingerprintedWrite wraps a refresh's INSERT or DELETE on the target so
-// that it also returns the fingerprints of the rows it wrote or deleted,
-// per partition value, with whether the value lies in window: what a
-// TargetProbe would find in them, without reading them again. Result
-// columns: value, n, h, in_window. The statement that runs is still the
-// plan's; only RETURNING and the aggregate are added.
-func (f *Flow) FingerprintedWrite(stmt string, window *predicate.Predicate) (string, error) {
-	cond, err := window.SQL(func(string) string { return "s.p" })
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("WITH written AS (\n%s\nRETURNING %s AS p, ctid, xmin, tableoid\n)\nSELECT (s.p)::text, count(*), %s, coalesce(%s, false) FROM written AS s GROUP BY s.p",
-		stmt, pq.QuoteIdentifier(f.PartitionBy), versionHash, cond), nil
-}
-
 // Narrow is the window restricted to the given partition values (as
 // PostgreSQL prints them): the predicate an incremental refresh runs with,
 // so that push-down and BY NAME work exactly as for a full window. Past

@@ -169,79 +169,53 @@ func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *p
 	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, target, nil
 }
 
-// writeFingerprinted runs a refresh's INSERT or DELETE so that it also
-// returns the fingerprints of the rows it wrote or deleted in window; it
-// returns them and the number of rows.
-func writeFingerprinted(ctx context.Context, tx *sql.Tx, f *compile.Flow, write string, window *predicate.Predicate) ([]fingerprintRow, int64, error) {
-	stmt, err := f.FingerprintedWrite(write, window)
+// targetAfter is the target's fingerprints after a write within written
+// (nil: nothing was written), given those taken before it (nil: none).
+// Only the partitions written are probed again: the others are as the
+// earlier probe found them, in this transaction's snapshot.
+func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, written *predicate.Predicate, before []fingerprintRow) ([]fingerprintRow, error) {
+	if before == nil {
+		return probeTarget(ctx, tx, f, window)
+	}
+	if written == nil {
+		return before, nil
+	}
+	fresh, err := probeTarget(ctx, tx, f, written)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, stmt)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []fingerprintRow
-	var total int64
-	for rows.Next() {
-		var v sql.NullString
-		var fr fingerprintRow
-		var in bool
-		if err := rows.Scan(&v, &fr.n, &fr.h, &in); err != nil {
-			return nil, 0, err
-		}
-		total += fr.n
-		if in {
-			fr.value = v.String
-			out = append(out, fr)
-		}
-	}
-	return out, total, rows.Err()
-}
-
-// keptOutside is the fingerprints taken before a write of the partitions
-// it did not rewrite (those outside written).
-func keptOutside(f *compile.Flow, before []fingerprintRow, written *predicate.Predicate) []fingerprintRow {
 	rewritten := inWindowOf(f, written)
-	var out []fingerprintRow
 	for _, b := range before {
 		if !rewritten(b.value) {
-			out = append(out, b)
+			fresh = append(fresh, b)
 		}
 	}
-	return out
-}
-
-// changes is what comparing a refresh's fingerprints with the stored ones
-// found.
-type changes struct {
-	// narrowed is the window restricted to the partition values whose
-	// source rows changed (values); nil: nothing changed.
-	narrowed *predicate.Predicate
-	values   []string
-	// reason, when the whole window must be recomputed instead.
-	reason string
-	// target is the target's fingerprints, when it was probed.
-	target []fingerprintRow
-	// unchecked: a source forced the recompute before the target was
-	// probed; the DELETE of the window checks it instead, against stored.
-	unchecked bool
-	stored    map[fpKey][2]int64
+	return fresh, nil
 }
 
 // changedPartitions compares this refresh's fingerprints with those stored
-// by the last one. The sources come first: they are probed already, and
-// when one forces a whole-window recompute the target is not probed; the
-// window's DELETE returns what it held instead (checkDeleted).
-func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (changes, error) {
+// by the last one. It returns the window narrowed to the partition values
+// whose source rows changed and those values (nil: nothing changed), or the
+// reason the refresh must recompute the whole window instead; and the
+// target's fingerprints when it took them.
+func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	stored, err := loadFingerprints(ctx, tx, f.Name())
 	if err != nil {
-		return changes{}, err
+		return nil, nil, "", nil, err
 	}
 	if _, ok := stored[takenKey]; !ok {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
-		return changes{reason: compile.ReasonPriorPredicateMissing}, nil
+		return nil, nil, compile.ReasonPriorPredicateMissing, nil, nil
+	}
+	// Rows rwc did not write, inside the window: the target no longer is
+	// what the last refresh left. Checked first, whatever the sources say:
+	// the user's own DML being overwritten is the reason to report.
+	clean, target, err := targetUnchanged(ctx, tx, f, window, stored)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	if !clean {
+		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
@@ -250,7 +224,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 		if s.opaque {
 			// A view (or another relation without row identity): what
 			// changed in it cannot be known.
-			return changes{reason: compile.ReasonCannotPushPredicate, unchecked: true, stored: stored}, nil
+			return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 		}
 		bySource[s.source] = append(bySource[s.source], s)
 	}
@@ -259,7 +233,7 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 			if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
 				// A source joined on another key changed (a dimension):
 				// which partitions it affects is not known.
-				return changes{reason: compile.ReasonCannotPushPredicate, unchecked: true, stored: stored}, nil
+				return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 			}
 			continue
 		}
@@ -274,40 +248,21 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 			changed[k.value] = true
 		}
 	}
-	// Rows rwc did not write, inside the window: the target no longer is
-	// what the last refresh left.
-	clean, target, err := targetUnchanged(ctx, tx, f, window, stored)
-	if err != nil {
-		return changes{}, err
-	}
-	if !clean {
-		return changes{reason: compile.ReasonExternalChange}, nil
-	}
 	if len(changed) == 0 {
-		return changes{target: target}, nil
+		return nil, nil, "", target, nil
 	}
-	values := make([]string, 0, len(changed))
+	values = make([]string, 0, len(changed))
 	for v := range changed {
 		values = append(values, v)
 	}
 	sort.Strings(values)
-	narrowed, err := f.Narrow(window, values)
+	narrowed, err = f.Narrow(window, values)
 	if err != nil {
 		// A source's partition values are not the target's (another type):
 		// the window cannot be mapped onto that source.
-		return changes{reason: compile.ReasonCannotPushPredicate}, nil
+		return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 	}
-	return changes{narrowed: narrowed, values: values, target: target}, nil
-}
-
-// deletedExternal reports whether the rows a window's DELETE removed
-// (their fingerprints, from writeFingerprinted) differ from what the last
-// refresh left: DML by someone else, the reason to report first.
-func deletedExternal(f *compile.Flow, window *predicate.Predicate, gone []fingerprintRow, stored map[fpKey][2]int64) bool {
-	for i := range gone {
-		gone[i].source = ""
-	}
-	return diffValues(gone, stored, "", inWindowOf(f, window)) != nil
+	return narrowed, values, "", target, nil
 }
 
 // diffValues lists the partition values (within the window) where the

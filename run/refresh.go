@@ -280,34 +280,27 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			}
 		}
 	}
-	// The target's fingerprints after the write are those of the rows the
-	// INSERT wrote, and, after an incremental refresh, those taken before
-	// it of the partitions it left alone (kept); a whole-window write
-	// leaves none of the window's earlier rows.
-	var kept []fingerprintRow
-	// recheck: the stored fingerprints the window's DELETE checks the
-	// target against, when the target was not probed before it.
-	var recheck map[fpKey][2]int64
+	// What the target's fingerprints were before the write, and where the
+	// write may change them; nil, nil: probe the whole window afterwards.
+	var targetBefore []fingerprintRow
+	var written *predicate.Predicate
 	if dec.Action == compile.ActionIncremental {
-		ch, err := r.changedPartitions(ctx, tx, f, window, sources)
+		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources)
 		if err != nil {
 			return err
 		}
 		switch {
-		case ch.reason != "":
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{ch.reason}
-			if ch.unchecked {
-				recheck = ch.stored
-			}
-		case ch.narrowed == nil:
+		case reason != "":
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
+		case narrowed == nil:
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
-			kept = ch.target
+			targetBefore = target
 		default:
-			if stmts, err = f.Statements(ch.narrowed, false); err != nil {
+			if stmts, err = f.Statements(narrowed, false); err != nil {
 				return err
 			}
-			res.Partitions = ch.values
-			kept = keptOutside(f, ch.target, ch.narrowed)
+			res.Partitions = values
+			targetBefore, written = target, narrowed
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
@@ -325,15 +318,6 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 		res.RowsDeleted = total
-	} else if stmts.Delete != "" && recheck != nil {
-		gone, n, err := writeFingerprinted(ctx, tx, f, stmts.Delete, window)
-		if err != nil {
-			return err
-		}
-		res.RowsDeleted = n
-		if deletedExternal(f, window, gone, recheck) {
-			res.Reasons = []string{compile.ReasonExternalChange}
-		}
 	} else if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
 		if err != nil {
@@ -341,31 +325,25 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		res.RowsDeleted = n
 	}
-	// An override writes a range other than the window the fingerprints
-	// describe: the target is probed again after it instead.
-	fromInsert := fingerprinted && storeTarget && req.Mode != Override
-	var wrote []fingerprintRow
 	if stmts.Insert != "" {
-		var n int64
-		if fromInsert {
-			wrote, n, err = writeFingerprinted(ctx, tx, f, stmts.Insert, fpWindow)
-		} else {
-			n, err = execCount(ctx, tx, stmts.Insert)
-		}
+		n, err := execCount(ctx, tx, stmts.Insert)
 		if err != nil {
 			return queryError(f, err)
 		}
 		res.RowsInserted = n
 	}
+	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
-		target := append(kept, wrote...)
-		if !fromInsert {
-			if target, err = probeTarget(ctx, tx, f, fpWindow); err != nil {
-				return err
-			}
+		target, err := targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
+		if err != nil {
+			return err
 		}
 		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, target, req.Mode == Override); err != nil {
 			return err
+		}
+		windowRows = 0
+		for _, t := range target {
+			windowRows += t.n
 		}
 	}
 	if req.Mode != Override {
@@ -376,13 +354,6 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			f.Name(), columns, fingerprint, window.Root.CEL(), res.PredicateSQL, resolved.Version,
 			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
 			return err
-		}
-	}
-	windowRows := res.RowsInserted
-	if fingerprinted && storeTarget && req.Mode != Override {
-		windowRows = 0
-		for _, t := range append(kept, wrote...) {
-			windowRows += t.n
 		}
 	}
 	churn, err := trackChurn(ctx, tx, f, res, windowRows)
