@@ -54,7 +54,7 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 			Reason:  ReasonMultipleStatements,
 		}
 	}
-	fingerprint, err := fingerprintOf(tree)
+	fingerprint, err := fingerprintOf(sql)
 	if err != nil {
 		return nil, &SyntaxError{Offset: -1, Message: err.Error(), Reason: ReasonSyntax}
 	}
