@@ -225,7 +225,7 @@ func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int
 			return err
 		}
 	}
-	return nil
+	return benchPlan(rwcBin, rounds)
 }
 
 // benchIncremental compares, round by round in one run, three refreshes of
