@@ -101,4 +101,3 @@ func Files(pipelines, tables int, variant bool) fstest.MapFS {
 	}
 	return m
 }
-
