@@ -156,17 +156,15 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 
 // targetUnchanged reports whether the target's window is as the last
 // refresh that stored fingerprints left it: no DML by anyone else since.
-// It returns the target's fingerprints it took (nil when none were stored
-// to compare with).
-func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, []fingerprintRow, error) {
+func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, error) {
 	if _, ok := stored[takenKey]; !ok {
-		return false, nil, nil
+		return false, nil
 	}
 	target, err := probeTarget(ctx, tx, f, window)
 	if err != nil {
-		return false, nil, err
+		return false, err
 	}
-	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, target, nil
+	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, nil
 }
 
 // targetAfter is the target's fingerprints after a write within written
@@ -198,7 +196,7 @@ func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, writt
 // whose source rows changed and those values (nil: nothing changed), or the
 // reason the refresh must recompute the whole window instead; and the
 // target's fingerprints when it took them.
-func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
+func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	stored, err := loadFingerprints(ctx, tx, f.Name())
 	if err != nil {
 		return nil, nil, "", nil, err
@@ -210,11 +208,11 @@ func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.F
 	// Rows rwc did not write, inside the window: the target no longer is
 	// what the last refresh left. Checked first, whatever the sources say:
 	// the user's own DML being overwritten is the reason to report.
-	clean, target, err := targetUnchanged(ctx, tx, f, window, stored)
+	target, err = targetNow()
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	if !clean {
+	if diffValues(target, stored, "", inWindowOf(f, window)) != nil {
 		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
 	inWindow := inWindowOf(f, window)

@@ -252,6 +252,13 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			}
 		}
 	}
+	// A refresh that may be incremental compares the target with what the
+	// last one left; that probe runs beside the sources' probes.
+	targetNow := func() ([]fingerprintRow, error) { return nil, nil }
+	if fingerprinted && req.Mode == Window && dec.Action == compile.ActionIncremental {
+		targetNow = r.probeTargetAside(ctx, tx, f, window)
+		defer targetNow()
+	}
 	var sources []fingerprintRow
 	if fingerprinted && req.Mode != Override {
 		if sources, err = probeSources(ctx, tx, f, window); err != nil {
@@ -273,7 +280,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 				if err != nil {
 					return err
 				}
-				if storeTarget, _, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
+				if storeTarget, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
 					return err
 				}
 				fpWindow = prior
@@ -285,7 +292,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources)
+		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources, targetNow)
 		if err != nil {
 			return err
 		}

@@ -11,10 +11,11 @@ import (
 // deadRowsPerWindow is how many dead row versions, in windows' worth of
 // rows, rwc lets its refreshes leave in a target before it vacuums it: each
 // DELETE leaves its rows dead, and the next refresh's DELETE and probes step
-// over them again. Two windows' worth costs the next refresh a few per cent
-// (measured in docs/benchmarks.md); vacuuming after every refresh would
-// cost each refresh a VACUUM instead, a fifth of a whole-window recompute.
-const deadRowsPerWindow = 2
+// over them again. Each window's worth costs the next refresh about 2%
+// (measured in docs/benchmarks.md), so four keep the slowest refresh within
+// 10% of a freshly vacuumed one; vacuuming after every refresh would cost
+// each refresh a VACUUM instead, a fifth of a whole-window recompute.
+const deadRowsPerWindow = 4
 
 // churn is what a refresh left for VACUUM to clean.
 type churn struct {
