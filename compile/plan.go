@@ -3,9 +3,11 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rwc-dev/rwc/diag"
@@ -122,13 +124,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		Diagnostics: diag.List{}, Basis: in.Basis, Backfills: []BackfillPlan{}}
 	p.Basis.Specs = SpecsHash(in.Head)
 	p.Basis.SpecFiles = FileHashes(in.Head)
-	for _, f := range in.Head.Flows {
-		fp, err := planFlow(in, f, rc)
-		if err != nil {
-			return nil, err
-		}
-		p.Flows = append(p.Flows, fp)
+	flows, err := planFlows(in, rc)
+	if err != nil {
+		return nil, err
 	}
+	p.Flows = flows
 	if in.Base != nil {
 		for _, old := range in.Base.Flows {
 			if in.Head.Flow(old.Name()) == nil {
@@ -160,6 +160,36 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		p.Summary.Destructive = p.Summary.Destructive || fp.Destructive
 	}
 	return p, nil
+}
+
+// planFlows plans every head flow, in order, on every core: each flow's
+// plan is its own (the SQL renders through PostgreSQL's parser, the
+// estimates are separate queries), and a project's flows are many.
+func planFlows(in PlanInput, rc predicate.Resolution) ([]FlowPlan, error) {
+	out := make([]FlowPlan, len(in.Head.Flows))
+	errs := make([]error, len(in.Head.Flows))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = planFlow(in, in.Head.Flows[i], rc)
+			}
+		}()
+	}
+	for i := range in.Head.Flows {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) {
