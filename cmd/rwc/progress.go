@@ -26,7 +26,7 @@ func newBatchReporter(w io.Writer) *batchReporter {
 func (b *batchReporter) report(p run.BatchProgress) {
 	b.rows[p.Job.Path] += p.Result.RowsInserted
 	if !b.tty {
-		fmt.Fprintf(b.w, "backfill %s (%s): batch %d/%d: %d deleted, %d inserted in %s\n", p.Job.Path, p.Job.Flow.Name(),
+		fmt.Fprintf(b.w, "%s: batch %d/%d: %d deleted, %d inserted in %s\n", jobLabel(p.Job),
 			p.Batch, p.Total, p.Result.RowsDeleted, p.Result.RowsInserted, p.Result.Duration.Round(time.Millisecond))
 		return
 	}
@@ -37,10 +37,22 @@ func (b *batchReporter) report(p run.BatchProgress) {
 		b.bars[p.Job.Path] = bar
 		_ = bar.Set(p.Batch - 1)
 	}
-	bar.Describe(fmt.Sprintf("backfill %s: %d rows", p.Job.Flow.Name(), b.rows[p.Job.Path]))
+	bar.Describe(fmt.Sprintf("%s: %d rows", jobLabel(p.Job), b.rows[p.Job.Path]))
 	_ = bar.Set(p.Batch)
 	if p.Batch == p.Total {
 		_ = bar.Finish()
 		fmt.Fprintln(b.w)
 	}
+}
+
+// whereJob is the job name of rwc refresh --where --batch-size, which has no
+// backfill file.
+const whereJob = "--where"
+
+// jobLabel names a batched job as the user started it.
+func jobLabel(j *run.BackfillJob) string {
+	if j.Path == whereJob {
+		return "refresh " + j.Flow.Name() + " --where"
+	}
+	return "backfill " + j.Path + " (" + j.Flow.Name() + ")"
 }

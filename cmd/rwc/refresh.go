@@ -158,7 +158,7 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) er
 // column; each batch commits on its own, so an interrupted run keeps what
 // it finished and running it again is safe.
 func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter) error {
-	job := &run.BackfillJob{Path: "--where", Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
+	job := &run.BackfillJob{Path: whereJob, Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
 	batches, err := r.PlanBatches(job)
 	if err != nil {
 		return err
