@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
 )
@@ -280,3 +281,62 @@ tables:
 		}
 	}
 }
+
+// A target row that someone changes after a refresh took its snapshot, and
+// before its DELETE reaches the row, makes the DELETE fail with a
+// serialization error. The refresh then runs again, sees the change, and
+// recomputes around it: the user's apply does not fail for it.
+func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedDaily()
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	// The source changes on 03-09, so the next refresh rewrites that day.
+	e.exec(`UPDATE ev SET v = v + 1000 WHERE d = '2026-03-09'`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Hold the target, so that the refresh waits with its snapshot taken
+	// (it reads the target only inside its transaction).
+	holder, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `LOCK TABLE t IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var logMu sync.Mutex
+	r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 20 * time.Second,
+		Log: writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return log.Write(p) })})
+	done := make(chan run.Result, 1)
+	go func() { done <- r.Refresh(ctx, reqWindow(f)) }()
+	for e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Someone else's DML, committed after the refresh's snapshot, on the
+	// day the refresh is about to rewrite.
+	if _, err := holder.ExecContext(ctx, `UPDATE t SET v = -1 WHERE d = '2026-03-09' AND k = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Err != nil {
+		t.Fatalf("refresh: %v", res.Err)
+	}
+	checkOutcome(t, res, run.ActionRecomputeWindow, compile.ReasonExternalChange)
+	logMu.Lock()
+	if !strings.Contains(log.String(), "refreshing again") {
+		t.Errorf("the first attempt did not fail on the concurrent change (log: %q): the test did not test the retry", log.String())
+	}
+	logMu.Unlock()
+	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

@@ -125,10 +125,22 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	f := req.Flow
 	// StartedAt is the wall clock; the window is resolved at opts.Now, which
 	// a saved plan pins to the instant it was planned at.
-	res := Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}}
-	start := time.Now()
-	err := r.refresh(ctx, req, &res)
-	res.Duration = time.Since(start)
+	var res Result
+	var err error
+	for attempt := 1; ; attempt++ {
+		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}}
+		start := time.Now()
+		err = r.refresh(ctx, req, &res)
+		res.Duration = time.Since(start)
+		// Someone changed a target row the refresh was about to replace,
+		// after the refresh's snapshot: the refresh rolled back whole, and
+		// a new one sees the change (and recomputes around it).
+		if !isSerializationFailure(err) || attempt == maxAttempts || ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(r.opts.Log, "%s: a concurrent change to %s: %v; refreshing again (attempt %d of %d)\n",
+			f.Name(), f.Target(), err, attempt+1, maxAttempts)
+	}
 	if err != nil {
 		res.Err = err
 		var refused *Refusal
@@ -520,6 +532,15 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 		fail.Action = "failed"
 	}
 	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, res.Err.Error())
+}
+
+// maxAttempts bounds the refreshes of one flow that a concurrent writer
+// can make roll back.
+const maxAttempts = 3
+
+func isSerializationFailure(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
 func isLockTimeout(err error) bool {
