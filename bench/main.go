@@ -77,7 +77,7 @@ func main() {
 
 // layouts give the date of fact row i (1..{rows}) as SQL.
 var layouts = map[string]string{
-	"clustered": "current_date - 364 + ((i - 1) * 365 / {rows})::int",
+	"clustered": "current_date - 364 + ((i - 1)::bigint * 365 / {rows})::int",
 	"scattered": "current_date - (i % 365)",
 }
 

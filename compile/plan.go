@@ -99,15 +99,18 @@ func (p *Plan) HasChanges() bool {
 
 // PlanInput is everything a plan is computed from.
 type PlanInput struct {
-	Head     *Project
-	HeadRev  Rev
-	Base     *Project // nil: nothing deployed
-	BaseRev  Rev
-	State    map[string]FlowState // nil: no database reachable
-	Basis    Fingerprints
-	At       time.Time
-	Zone     *time.Location
-	Estimate func(f *Flow, s Statements) *int64 // nil: no estimates
+	Head    *Project
+	HeadRev Rev
+	Base    *Project // nil: nothing deployed
+	BaseRev Rev
+	State   map[string]FlowState // nil: no database reachable
+	Basis   Fingerprints
+	At      time.Time
+	Zone    *time.Location
+	// Estimate returns the rows a flow's window holds (nil: unknown); nil:
+	// no estimates. Flows are planned concurrently: it must be safe to call
+	// from several goroutines at once.
+	Estimate func(f *Flow, s Statements) *int64
 	// BackfillStatus maps a backfill file to its ledger status; nil (no
 	// database): files already in Base count as applied, others pending.
 	BackfillStatus func(b *Backfill) string

@@ -3,6 +3,7 @@ package run_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -340,3 +341,31 @@ func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// A refresh that cannot get a second connection for its target probe (a
+// pool of one, a role limited to one connection) probes on its own.
+func TestRefreshWithOneConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedDaily()
+	db, err := sql.Open("postgres", e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	r := run.New(db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, day := range []string{"", "2026-03-09"} {
+		if day != "" {
+			e.exec(`UPDATE ev SET v = v + 1 WHERE d = $1`, day)
+		}
+		res := r.Refresh(ctx, reqWindow(f))
+		if res.Err != nil {
+			t.Fatalf("refresh %d on one connection: %v", i+1, res.Err)
+		}
+	}
+	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+}

@@ -182,13 +182,24 @@ func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, writt
 	if err != nil {
 		return nil, err
 	}
-	rewritten := inWindowOf(f, written)
 	for _, b := range before {
-		if !rewritten(b.value) {
+		if !rewrote(f, written, b.value) {
 			fresh = append(fresh, b)
 		}
 	}
 	return fresh, nil
+}
+
+// rewrote reports whether a write within written replaced the rows of a
+// partition value. A value that does not parse ('infinity', a BC date) was
+// never listed in a narrowed window (Narrow refuses it), so it was not.
+func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
+	val, ok := parsePartition(f, v)
+	if !ok {
+		return false
+	}
+	in, err := written.Eval(map[string]predicate.Value{f.PartitionBy: val}, predicate.Resolution{})
+	return err == nil && in
 }
 
 // changedPartitions compares this refresh's fingerprints with those stored
@@ -196,11 +207,7 @@ func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, writt
 // whose source rows changed and those values (nil: nothing changed), or the
 // reason the refresh must recompute the whole window instead; and the
 // target's fingerprints when it took them.
-func (r *Runner) changedPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
-	stored, err := loadFingerprints(ctx, tx, f.Name())
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
+func (r *Runner) changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	if _, ok := stored[takenKey]; !ok {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
 		return nil, nil, compile.ReasonPriorPredicateMissing, nil, nil

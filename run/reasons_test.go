@@ -693,3 +693,41 @@ func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	s2.load(strings.Replace(dailySpec, "-2)", "-4)", 1))
 	expectPartitions(t, s2.refresh())
 }
+
+// A partition value Go cannot parse ('infinity' in a date window) is never
+// rewritten by an incremental refresh of other days, so its target
+// fingerprint is kept: the refresh after finds nothing external.
+func TestIncrementalKeepsUnparsedPartitions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seedDaily()
+	e.exec(`INSERT INTO ev VALUES ('infinity', 'a', 1)`)
+	s := newScenario(t, e, dailySpec)
+	s.refresh()
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+	expectPartitions(t, s.refresh(), "2026-03-09")
+	expectPartitions(t, s.refresh())
+}
+
+// With the server not counting vacuums (track_counts off), rwc still starts
+// counting dead rows again after its own VACUUM, rather than vacuuming
+// after every refresh from then on.
+func TestDeadRowsResetWithoutTrackCounts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(`CREATE TABLE ev (d date, k text, v integer);
+		INSERT INTO ev SELECT DATE '2026-03-01' + i % 10, 'k' || i, i FROM generate_series(1, 1000) i`)
+	e.exec(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_counts = off', current_database()); END $$`)
+	e.db.SetMaxIdleConns(0) // new connections, with the setting
+	s := newScenario(t, e, dailySpec)
+	s.refresh()
+	for i := range 16 {
+		e.exec(`UPDATE ev SET v = v + 1 WHERE d >= '2026-03-08'`)
+		s.refresh()
+		// 300 rows a window; rwc vacuums at four windows, with a floor of
+		// 1000 rows a window: at 4000, the 14th refresh.
+		if dead := e.count(`SELECT dead_rows FROM rwc.flows`); dead >= 4000 {
+			t.Fatalf("after refresh %d: rwc.flows.dead_rows = %d, want under 4000: its VACUUM did not reset it", i+2, dead)
+		}
+	}
+}

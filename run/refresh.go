@@ -266,10 +266,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	// A refresh that may be incremental compares the target with what the
 	// last one left; that probe runs beside the sources' probes.
+	var stored map[fpKey][2]int64
 	targetNow := func() ([]fingerprintRow, error) { return nil, nil }
 	if fingerprinted && req.Mode == Window && dec.Action == compile.ActionIncremental {
-		targetNow = r.probeTargetAside(ctx, tx, f, window)
-		defer targetNow()
+		if stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
+			return err
+		}
+		if _, ok := stored[takenKey]; ok {
+			var stop func()
+			if targetNow, stop, err = r.probeTargetAside(ctx, tx, f, window); err != nil {
+				return err
+			}
+			defer stop()
+		}
 	}
 	var sources []fingerprintRow
 	if fingerprinted && req.Mode != Override {
@@ -304,7 +313,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, target, err := r.changedPartitions(ctx, tx, f, window, sources, targetNow)
+		narrowed, values, reason, target, err := r.changedPartitions(f, window, sources, stored, targetNow)
 		if err != nil {
 			return err
 		}

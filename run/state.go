@@ -105,6 +105,13 @@ const migrateLock = 0x7277630001 // "rwc" 0001
 // Migrate creates or upgrades the state schema. It is idempotent and safe to
 // run concurrently.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	var version int
+	if err := db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		return err
+	}
+	if err := checkServerVersion(version); err != nil {
+		return err
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -147,4 +154,18 @@ func StateExists(ctx context.Context, db *sql.DB) (bool, error) {
 	var ok bool
 	err := db.QueryRowContext(ctx, `SELECT to_regclass('rwc.schema_version') IS NOT NULL AND to_regclass('rwc.flows') IS NOT NULL`).Scan(&ok)
 	return ok, err
+}
+
+// minServerVersion is the oldest PostgreSQL rwc runs on: fingerprints hash
+// tids with hashtidextended (14), and the state uses nothing newer.
+const minServerVersion = 140000
+
+// checkServerVersion refuses a server older than minServerVersion, before
+// rwc changes anything in it.
+func checkServerVersion(num int) error {
+	if num < minServerVersion {
+		return fmt.Errorf("the database runs PostgreSQL %d (server_version_num %d); rwc needs PostgreSQL %d or newer (nothing was changed)",
+			num/10000, num, minServerVersion/10000)
+	}
+	return nil
 }

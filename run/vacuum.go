@@ -69,6 +69,10 @@ func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, re
 		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s: %v\n", f.Name(), f.Target(), err)
 		return
 	}
-	// The VACUUM counted itself in pg_stat_user_tables; the next refresh
-	// sees the count moved and starts from zero.
+	// Start counting again, whether or not the server counts vacuums
+	// (track_counts off).
+	if _, err := conn.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = 0, vacuums = coalesce((SELECT vacuum_count + autovacuum_count
+		FROM pg_stat_user_tables WHERE relid = to_regclass($2)), 0) WHERE flow = $1`, f.Name(), f.Target()); err != nil {
+		fmt.Fprintf(r.opts.Log, "%s: after VACUUM: %v\n", f.Name(), err)
+	}
 }
