@@ -112,6 +112,13 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	if err := checkServerVersion(version); err != nil {
 		return err
 	}
+	// The usual case, the state already current, reads it without a lock
+	// or a write; anything else (no state yet, an old one, an error) takes
+	// the locked path below.
+	var current int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM rwc.schema_version`).Scan(&current); err == nil && current == stateVersion {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
