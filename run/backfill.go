@@ -54,22 +54,44 @@ const (
 	BackfillChanged                       // applied or started with other content
 )
 
-// LedgerStatus reads where a backfill file stands.
+// LedgerStatus is what the ledger says of the backfill file at path with
+// content hash. A file the ledger does not know at path but knows by its
+// content at another path (the spec directory or the file was renamed, or
+// rwc runs from elsewhere) is that entry: a backfill is applied once, and
+// running it again after the sources dropped old rows would delete what
+// the target kept.
 func LedgerStatus(ctx context.Context, q queryer, path, hash string) (BackfillStatus, error) {
+	st, _, err := ledgerEntry(ctx, q, path, hash)
+	return st, err
+}
+
+// ledgerEntry is LedgerStatus with the path the ledger knows the file by.
+func ledgerEntry(ctx context.Context, q queryer, path, hash string) (BackfillStatus, string, error) {
 	var stored string
 	var finished sql.NullTime
 	err := q.QueryRowContext(ctx, `SELECT content_hash, finished_at FROM rwc.backfills WHERE path = $1`, path).Scan(&stored, &finished)
 	switch {
 	case err == sql.ErrNoRows:
-		return BackfillPending, nil
+		var other string
+		err := q.QueryRowContext(ctx, `SELECT path, finished_at FROM rwc.backfills WHERE content_hash = $1 ORDER BY started_at, path LIMIT 1`, hash).
+			Scan(&other, &finished)
+		switch {
+		case err == sql.ErrNoRows:
+			return BackfillPending, path, nil
+		case err != nil:
+			return 0, "", err
+		case finished.Valid:
+			return BackfillDone, other, nil
+		}
+		return BackfillPartial, other, nil
 	case err != nil:
-		return 0, err
+		return 0, "", err
 	case stored != hash:
-		return BackfillChanged, nil
+		return BackfillChanged, path, nil
 	case finished.Valid:
-		return BackfillDone, nil
+		return BackfillDone, path, nil
 	}
-	return BackfillPartial, nil
+	return BackfillPartial, path, nil
 }
 
 // Backfill applies a backfill file exactly once. The batches are planned
@@ -79,9 +101,15 @@ func LedgerStatus(ctx context.Context, q queryer, path, hash string) (BackfillSt
 // skipping nothing. The flow's window is left out of the batches: the flow's
 // own refresh, which runs first, recomputes it.
 func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(BatchProgress)) (done bool, err error) {
-	st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash())
+	st, key, err := ledgerEntry(ctx, r.db, job.Path, job.Hash())
 	if err != nil {
 		return false, err
+	}
+	if key != job.Path {
+		fmt.Fprintf(r.opts.Log, "backfill %s: the ledger has it as %s (same content): applied once, under that name\n", job.Path, key)
+		moved := *job
+		moved.Path = key
+		job = &moved
 	}
 	switch st {
 	case BackfillDone:
