@@ -33,7 +33,7 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		return nil, err
 	}
 	for _, j := range jobs {
-		st, err := LedgerStatus(ctx, r.db, j.Path, j.Hash())
+		st, err := LedgerStatus(ctx, r.db, j.Path, j.Hash(), j.Present)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -28,6 +30,11 @@ type BackfillJob struct {
 	// KeepWindow: do not leave the flow's window out of the batches (a
 	// command-line override runs without the flow's own refresh first).
 	KeepWindow bool
+	// Present: the ledger keys of all the project's backfill files now. A
+	// ledger entry with this file's content under a key not among them is
+	// this file, moved; under a key among them, this file is a copy, which
+	// runs as a backfill of its own.
+	Present []string
 }
 
 // Hash identifies the file's content: a file changed after it was applied
@@ -55,26 +62,27 @@ const (
 )
 
 // LedgerStatus is what the ledger says of the backfill file at path with
-// content hash. A file the ledger does not know at path but knows by its
-// content at another path (the spec directory or the file was renamed, or
-// rwc runs from elsewhere) is that entry: a backfill is applied once, and
-// running it again after the sources dropped old rows would delete what
-// the target kept.
-func LedgerStatus(ctx context.Context, q queryer, path, hash string) (BackfillStatus, error) {
-	st, _, err := ledgerEntry(ctx, q, path, hash)
+// content hash, present the ledger keys of all the project's backfill files.
+// A file the ledger does not know at path but knows by its content at a
+// path no longer present (the spec directory or the file was renamed) is
+// that entry: a backfill is applied once, and running it again after the
+// sources dropped old rows would delete what the target kept. A copy of a
+// file still present is a backfill of its own.
+func LedgerStatus(ctx context.Context, q queryer, path, hash string, present []string) (BackfillStatus, error) {
+	st, _, err := ledgerEntry(ctx, q, path, hash, present)
 	return st, err
 }
 
 // ledgerEntry is LedgerStatus with the path the ledger knows the file by.
-func ledgerEntry(ctx context.Context, q queryer, path, hash string) (BackfillStatus, string, error) {
+func ledgerEntry(ctx context.Context, q queryer, path, hash string, present []string) (BackfillStatus, string, error) {
 	var stored string
 	var finished sql.NullTime
 	err := q.QueryRowContext(ctx, `SELECT content_hash, finished_at FROM rwc.backfills WHERE path = $1`, path).Scan(&stored, &finished)
 	switch {
 	case err == sql.ErrNoRows:
 		var other string
-		err := q.QueryRowContext(ctx, `SELECT path, finished_at FROM rwc.backfills WHERE content_hash = $1 ORDER BY started_at, path LIMIT 1`, hash).
-			Scan(&other, &finished)
+		err := q.QueryRowContext(ctx, `SELECT path, finished_at FROM rwc.backfills WHERE content_hash = $1 AND path <> ALL($2)
+			ORDER BY started_at, path LIMIT 1`, hash, pq.Array(append([]string{path}, present...))).Scan(&other, &finished)
 		switch {
 		case err == sql.ErrNoRows:
 			return BackfillPending, path, nil
@@ -101,7 +109,7 @@ func ledgerEntry(ctx context.Context, q queryer, path, hash string) (BackfillSta
 // skipping nothing. The flow's window is left out of the batches: the flow's
 // own refresh, which runs first, recomputes it.
 func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(BatchProgress)) (done bool, err error) {
-	st, key, err := ledgerEntry(ctx, r.db, job.Path, job.Hash())
+	st, key, err := ledgerEntry(ctx, r.db, job.Path, job.Hash(), job.Present)
 	if err != nil {
 		return false, err
 	}
@@ -121,7 +129,7 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 			return false, err
 		}
 		// Another rwc may have started it first, with other content.
-		if st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash()); err != nil {
+		if st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash(), job.Present); err != nil {
 			return false, err
 		} else if st == BackfillChanged {
 			return false, refuse("backfill %s was started by another rwc with other content: a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)

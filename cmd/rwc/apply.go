@@ -226,11 +226,21 @@ func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 // backfillJobs turns the project's backfill files into jobs, in file order.
 func backfillJobs(p *compile.Project, dir, commit string) []*run.BackfillJob {
 	var jobs []*run.BackfillJob
+	present := presentKeys(p, dir)
 	for _, b := range p.Backfills {
 		jobs = append(jobs, &run.BackfillJob{Path: ledgerKey(dir, b.File.File), Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
-			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit})
+			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit, Present: present})
 	}
 	return jobs
+}
+
+// presentKeys are the ledger keys of the project's backfill files.
+func presentKeys(p *compile.Project, dir string) []string {
+	var keys []string
+	for _, b := range p.Backfills {
+		keys = append(keys, ledgerKey(dir, b.File.File))
+	}
+	return keys
 }
 
 // ledgerKey names a backfill file in the ledger the same way however the

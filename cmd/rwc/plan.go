@@ -146,9 +146,10 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
+		present := presentKeys(head, dir)
 		in.BackfillStatus = func(b *compile.Backfill) string {
 			content := strings.Join(head.Spec.Sources[b.File.File], "\n")
-			st, err := run.LedgerStatus(ctx, db, ledgerKey(dir, b.File.File), (&run.BackfillJob{Content: content}).Hash())
+			st, err := run.LedgerStatus(ctx, db, ledgerKey(dir, b.File.File), (&run.BackfillJob{Content: content}).Hash(), present)
 			if err != nil {
 				return "pending"
 			}
