@@ -63,6 +63,22 @@ type FlowStatus struct {
 	LastError     string     `json:"last_error,omitempty"`
 	// Coverage is filled by the caller from the specs (see Coverage).
 	Coverage []ColumnCoverage `json:"coverage,omitempty"`
+	// Capture is how the next refresh will know what changed.
+	Capture Capture `json:"capture"`
+}
+
+// Capture is the health of a flow's change capture: the fingerprints its
+// last refresh stored (rwc installs nothing on the sources; see
+// docs/reasons.md), and the dead rows its refreshes left in the target.
+type Capture struct {
+	// Fingerprinted: the last refresh stored fingerprints, so the next one
+	// can be incremental; when false, the next refresh recomputes the
+	// window (the flow is not incremental by its shape, or has not been
+	// refreshed since rwc kept fingerprints).
+	Fingerprinted bool  `json:"fingerprinted"`
+	Sources       int   `json:"sources"`    // sources fingerprinted
+	Partitions    int   `json:"partitions"` // partition values of the target's window
+	DeadRows      int64 `json:"dead_rows"`  // left in the target since its last VACUUM
 }
 
 // Status is the deployed revision and every flow.
@@ -93,9 +109,13 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	}
 	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
 			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
-			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, '')
+			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''),
+			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), f.dead_rows
 		FROM rwc.flows f
 		LEFT JOIN LATERAL (SELECT action, reasons, error FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
+		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole) AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
+				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions
+			FROM rwc.fingerprints WHERE flow = f.flow) fp ON true
 		ORDER BY f.flow`)
 	if err != nil {
 		return s, err
@@ -105,7 +125,8 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 		var f FlowStatus
 		var last sql.NullTime
 		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
-			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError); err != nil {
+			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError,
+			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.DeadRows); err != nil {
 			return s, err
 		}
 		if last.Valid {

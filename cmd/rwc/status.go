@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -83,6 +84,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			writeCapture(out, st.Flows)
 			for _, f := range st.Flows {
 				writeCoverage(out, f)
 			}
@@ -92,6 +94,23 @@ func newStatusCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs (for per-column coverage)")
 	return cmd
+}
+
+// writeCapture prints, per flow, what the next refresh will compare with
+// to find what changed, and the target's dead rows.
+func writeCapture(w io.Writer, flows []run.FlowStatus) {
+	if len(flows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; nothing runs on writes):")
+	for _, f := range flows {
+		c := f.Capture
+		what := "no fingerprints: its next refresh recomputes the window"
+		if c.Fingerprinted {
+			what = fmt.Sprintf("%s and %s of the target's window fingerprinted", diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"))
+		}
+		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"))
+	}
 }
 
 // writeCoverage prints, per flow, which partition ranges each column has
