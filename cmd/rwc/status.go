@@ -19,7 +19,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	var format, specs string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the deployed commit and each flow's window, last refresh and reasons",
+		Short: "Show the deployed commit and each flow's window, last refresh and reasons, change capture and coverage",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
