@@ -59,6 +59,9 @@ type FlowStatus struct {
 	PredicateSQL  string     `json:"window_sql"`
 	LastRefreshAt *time.Time `json:"last_refresh_at"`
 	LastAction    string     `json:"last_action"`
+	// LastActionAt is when the last action started: after a backfill or
+	// an override, later than LastRefreshAt (the flow's own window).
+	LastActionAt *time.Time `json:"last_action_at"`
 	LastReasons   []string   `json:"last_reasons"`
 	LastError     string     `json:"last_error,omitempty"`
 	// Coverage is filled by the caller from the specs (see Coverage).
@@ -109,10 +112,10 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	}
 	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
 			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
-			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''),
+			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''), e.started_at,
 			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), f.dead_rows
 		FROM rwc.flows f
-		LEFT JOIN LATERAL (SELECT action, reasons, error FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
+		LEFT JOIN LATERAL (SELECT action, reasons, error, started_at FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
 		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole) AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
 				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions
 			FROM rwc.fingerprints WHERE flow = f.flow) fp ON true
@@ -123,15 +126,19 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var f FlowStatus
-		var last sql.NullTime
+		var last, actionAt sql.NullTime
 		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
-			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError,
+			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError, &actionAt,
 			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.DeadRows); err != nil {
 			return s, err
 		}
 		if last.Valid {
 			t := last.Time.UTC()
 			f.LastRefreshAt = &t
+		}
+		if actionAt.Valid {
+			t := actionAt.Time.UTC()
+			f.LastActionAt = &t
 		}
 		s.Flows = append(s.Flows, f)
 	}

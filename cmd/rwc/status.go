@@ -79,6 +79,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 				if f.LastError != "" {
 					action = "FAILED: " + firstLine(f.LastError)
 				}
+				// A backfill, an override or a failure after the window's
+				// refresh: say when, lest it read as the refresh's (the
+				// refresh's own event has its start as its instant).
+				if at := f.LastActionAt; at != nil && (f.LastRefreshAt == nil || !at.Equal(*f.LastRefreshAt)) {
+					action += " at " + at.Format(time.RFC3339)
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, action, f.PredicateCEL)
 			}
 			if err := tw.Flush(); err != nil {
