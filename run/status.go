@@ -62,8 +62,8 @@ type FlowStatus struct {
 	// LastActionAt is when the last action started: after a backfill or
 	// an override, later than LastRefreshAt (the flow's own window).
 	LastActionAt *time.Time `json:"last_action_at"`
-	LastReasons   []string   `json:"last_reasons"`
-	LastError     string     `json:"last_error,omitempty"`
+	LastReasons  []string   `json:"last_reasons"`
+	LastError    string     `json:"last_error,omitempty"`
 	// Coverage is filled by the caller from the specs (see Coverage).
 	Coverage []ColumnCoverage `json:"coverage,omitempty"`
 	// Capture is how the next refresh will know what changed.
