@@ -89,11 +89,7 @@ func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRo
 	return out, rows.Err()
 }
 
-func probeSources(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate) ([]fingerprintRow, error) {
-	probes, err := f.Probes(window)
-	if err != nil {
-		return nil, err
-	}
+func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fingerprintRow, error) {
 	var out []fingerprintRow
 	for _, p := range probes {
 		var kind sql.NullString
@@ -111,6 +107,28 @@ func probeSources(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *pred
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// wholeForces reports whether the sources fingerprinted whole (rows) already
+// force a whole-window recompute, by the rules changedPartitions applies: no
+// fingerprints stored, a source without row identity, or a changed one.
+func wholeForces(rows []fingerprintRow, stored map[fpKey][2]int64) bool {
+	if _, ok := stored[takenKey]; !ok {
+		return true
+	}
+	bySource := map[string][]fingerprintRow{}
+	for _, r := range rows {
+		if r.opaque {
+			return true
+		}
+		bySource[r.source] = append(bySource[r.source], r)
+	}
+	for src, rs := range bySource {
+		if diffValues(rs, stored, src, func(string) bool { return true }) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][2]int64, error) {

@@ -274,16 +274,50 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		if _, ok := stored[takenKey]; ok {
 			var stop func()
-			if targetNow, stop, err = r.probeTargetAside(ctx, tx, f, window); err != nil {
+			if targetNow, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+				return probeTarget(ctx, tx, f, window)
+			}); err != nil {
 				return err
 			}
 			defer stop()
 		}
 	}
+	// The sources' fingerprints. Those fingerprinted whole (dimensions) come
+	// first: when one of them forces the whole window, or the state already
+	// did, the others are needed only to be stored, and a second connection
+	// takes them while this one writes.
 	var sources []fingerprintRow
+	sourcesLater := func() ([]fingerprintRow, error) { return nil, nil }
 	if fingerprinted && req.Mode != Override {
-		if sources, err = probeSources(ctx, tx, f, window); err != nil {
+		probes, err := f.Probes(window)
+		if err != nil {
+			return err
+		}
+		var whole, parted []compile.Probe
+		for _, p := range probes {
+			if p.Whole {
+				whole = append(whole, p)
+			} else {
+				parted = append(parted, p)
+			}
+		}
+		if sources, err = probeSources(ctx, tx, whole); err != nil {
 			return queryError(f, err)
+		}
+		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || wholeForces(sources, stored)) {
+			var stop func()
+			if sourcesLater, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+				return probeSources(ctx, tx, parted)
+			}); err != nil {
+				return err
+			}
+			defer stop()
+		} else {
+			rows, err := probeSources(ctx, tx, parted)
+			if err != nil {
+				return queryError(f, err)
+			}
+			sources = append(sources, rows...)
 		}
 	}
 	// An override's writes are rwc's, so afterwards the target's fingerprint
@@ -362,6 +396,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
+		later, err := sourcesLater()
+		if err != nil {
+			return queryError(f, err)
+		}
+		sources = append(sources, later...)
 		target, err := targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
 		if err != nil {
 			return err
@@ -504,8 +543,12 @@ func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
 		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P06") {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_create_schema")
-		return err
+		// ROLLBACK TO keeps the savepoint: release it too, or the rest of
+		// the refresh runs in a subtransaction (where, for one, a snapshot
+		// cannot be exported).
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_create_schema"); err != nil {
+			return err
+		}
 	}
 	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT rwc_create_schema")
 	return err

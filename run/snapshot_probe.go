@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/rwc-dev/rwc/compile"
-	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // asideConnWait is how long a refresh waits for a second connection for
@@ -15,22 +12,22 @@ import (
 // limited to one connection, a full server, a small pool).
 const asideConnWait = 2 * time.Second
 
-// probeTargetAside starts the target's fingerprint on a second connection,
-// in the refresh transaction's own snapshot (exported and imported), while
-// the refresh's connection probes the sources: the scans are independent,
-// each is single-threaded, and a refresh that is likely incremental pays
-// for the longer of the two instead of both. The snapshot hides the
-// refresh's own writes, so it must start before any (the incremental path
-// writes nothing before its probes). result waits for the fingerprint;
-// stop cancels a probe not waited for and waits for it to end, so that
-// none outlives its refresh.
-func (r *Runner) probeTargetAside(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate) (result func() ([]fingerprintRow, error), stop func(), err error) {
+// aside runs probe on a second connection, in the refresh transaction's
+// own snapshot (exported and imported), while the refresh's connection goes
+// on: probes are single-threaded scans, and two run on two cores. The
+// target's probe runs beside the sources'; the sources' beside the write
+// when only their storage waits for them. The snapshot hides the refresh's
+// own writes, so it must be taken before any that the probe could see (the
+// refresh writes only its target, and the target's probe starts first).
+// result waits for the rows; stop cancels a probe not waited for and waits
+// for it to end, so that none outlives its refresh. Without a second
+// connection within asideConnWait, result runs the probe on tx instead.
+func (r *Runner) aside(ctx context.Context, tx *sql.Tx, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (result func() ([]fingerprintRow, error), stop func(), err error) {
 	connCtx, cancelConn := context.WithTimeout(ctx, asideConnWait)
 	conn, connErr := r.db.Conn(connCtx)
 	cancelConn()
 	if connErr != nil {
-		// No second connection: the same probe, later, on this one.
-		return func() ([]fingerprintRow, error) { return probeTarget(ctx, tx, f, window) }, func() {}, nil
+		return func() ([]fingerprintRow, error) { return probe(ctx, tx) }, func() {}, nil
 	}
 	var snapshot string
 	if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
@@ -45,7 +42,7 @@ func (r *Runner) probeTargetAside(ctx context.Context, tx *sql.Tx, f *compile.Fl
 	ch := make(chan outcome, 1)
 	go func() {
 		defer conn.Close()
-		rows, err := r.probeInSnapshot(probeCtx, conn, snapshot, f, window)
+		rows, err := r.inSnapshot(probeCtx, conn, snapshot, probe)
 		ch <- outcome{rows, err}
 	}()
 	var got *outcome
@@ -63,7 +60,7 @@ func (r *Runner) probeTargetAside(ctx context.Context, tx *sql.Tx, f *compile.Fl
 	return result, stop, nil
 }
 
-func (r *Runner) probeInSnapshot(ctx context.Context, conn *sql.Conn, snapshot string, f *compile.Flow, window *predicate.Predicate) ([]fingerprintRow, error) {
+func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) ([]fingerprintRow, error) {
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -76,5 +73,5 @@ func (r *Runner) probeInSnapshot(ctx context.Context, conn *sql.Conn, snapshot s
 		snapshot, r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
 		return nil, err
 	}
-	return probeTarget(ctx, tx, f, window)
+	return probe(ctx, tx)
 }
