@@ -109,26 +109,34 @@ func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fi
 	return out, nil
 }
 
-// wholeForces reports whether the sources fingerprinted whole (rows) already
-// force a whole-window recompute, by the rules changedPartitions applies: no
-// fingerprints stored, a source without row identity, or a changed one.
-func wholeForces(rows []fingerprintRow, stored map[fpKey][2]int64) bool {
+// wholeReason is why the sources fingerprinted whole (dimensions, views)
+// force a whole-window recompute, or "": no fingerprints stored, a source
+// without row identity, or a changed one. The partitioned sources do not
+// matter then, so the refresh can decide before it has probed them.
+func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) string {
 	if _, ok := stored[takenKey]; !ok {
-		return true
+		// Refreshed before rwc kept fingerprints: what changed is unknown.
+		return compile.ReasonPriorPredicateMissing
 	}
 	bySource := map[string][]fingerprintRow{}
-	for _, r := range rows {
-		if r.opaque {
-			return true
+	for _, s := range sources {
+		switch {
+		case s.opaque:
+			// A view (or another relation without row identity): what
+			// changed in it cannot be known.
+			return compile.ReasonCannotPushPredicate
+		case s.whole:
+			bySource[s.source] = append(bySource[s.source], s)
 		}
-		bySource[r.source] = append(bySource[r.source], r)
 	}
-	for src, rs := range bySource {
-		if diffValues(rs, stored, src, func(string) bool { return true }) != nil {
-			return true
+	for src, rows := range bySource {
+		if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
+			// A source joined on another key changed (a dimension): which
+			// partitions it affects is not known.
+			return compile.ReasonCannotPushPredicate
 		}
 	}
-	return false
+	return ""
 }
 
 func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][2]int64, error) {
@@ -172,8 +180,8 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 	return runProbe(ctx, tx, tp)
 }
 
-// targetUnchanged reports whether the target's window is as the last
-// refresh that stored fingerprints left it: no DML by anyone else since.
+// targetUnchanged probes the target's window and reports whether it is as
+// the last refresh that stored fingerprints left it.
 func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, error) {
 	if _, ok := stored[takenKey]; !ok {
 		return false, nil
@@ -182,7 +190,13 @@ func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *p
 	if err != nil {
 		return false, err
 	}
-	return diffValues(target, stored, "", inWindowOf(f, window)) == nil, nil
+	return targetClean(f, window, target, stored), nil
+}
+
+// targetClean reports whether the target's fingerprints over window are
+// those stored: no DML by anyone else since the last refresh.
+func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) bool {
+	return diffValues(target, stored, "", inWindowOf(f, window)) == nil
 }
 
 // targetAfter is the target's fingerprints after a write within written
@@ -225,41 +239,31 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 // whose source rows changed and those values (nil: nothing changed), or the
 // reason the refresh must recompute the whole window instead; and the
 // target's fingerprints when it took them.
-func (r *Runner) changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
+func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	if _, ok := stored[takenKey]; !ok {
-		// Refreshed before rwc kept fingerprints: what changed is unknown.
 		return nil, nil, compile.ReasonPriorPredicateMissing, nil, nil
 	}
 	// Rows rwc did not write, inside the window: the target no longer is
 	// what the last refresh left. Checked first, whatever the sources say:
 	// the user's own DML being overwritten is the reason to report.
-	target, err = targetNow()
-	if err != nil {
+	if target, err = targetNow(); err != nil {
 		return nil, nil, "", nil, err
 	}
-	if diffValues(target, stored, "", inWindowOf(f, window)) != nil {
+	if !targetClean(f, window, target, stored) {
 		return nil, nil, compile.ReasonExternalChange, nil, nil
+	}
+	if reason := wholeReason(sources, stored); reason != "" {
+		return nil, nil, reason, nil, nil
 	}
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
 	for _, s := range sources {
-		if s.opaque {
-			// A view (or another relation without row identity): what
-			// changed in it cannot be known.
-			return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
+		if !s.whole {
+			bySource[s.source] = append(bySource[s.source], s)
 		}
-		bySource[s.source] = append(bySource[s.source], s)
 	}
 	for src, rows := range bySource {
-		if rows[0].whole {
-			if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
-				// A source joined on another key changed (a dimension):
-				// which partitions it affects is not known.
-				return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
-			}
-			continue
-		}
 		for _, v := range diffValues(rows, stored, src, inWindow) {
 			changed[v] = true
 		}

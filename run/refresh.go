@@ -304,7 +304,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		if sources, err = probeSources(ctx, tx, whole); err != nil {
 			return queryError(f, err)
 		}
-		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || wholeForces(sources, stored)) {
+		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || wholeReason(sources, stored) != "") {
 			var stop func()
 			if sourcesLater, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeSources(ctx, tx, parted)
@@ -347,7 +347,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, target, err := r.changedPartitions(f, window, sources, stored, targetNow)
+		narrowed, values, reason, target, err := changedPartitions(f, window, sources, stored, targetNow)
 		if err != nil {
 			return err
 		}
