@@ -112,13 +112,13 @@ func TestConcurrentApplies(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	equalRows(t, "targets after two concurrent applies", targetsOf(e), want)
-	equalRows(t, "rwc.flows", e.rows(`SELECT flow, target_schema, target_table, last_refresh_at IS NOT NULL FROM rwc.flows`),
+	pgtest.SameRows(t, "targets after two concurrent applies", targetsOf(e), want)
+	pgtest.SameRows(t, "rwc.flows", e.rows(`SELECT flow, target_schema, target_table, last_refresh_at IS NOT NULL FROM rwc.flows`),
 		[]string{"(by_key,reporting,by_key,t)", "(daily,public,daily,t)", "(totals,public,totals,t)"})
 	if n := e.count(`SELECT count(*) FROM rwc.deployments`); n != 2 {
 		t.Errorf("%d deployments, want 2", n)
 	}
-	equalRows(t, "schema_version rows", e.rows(`SELECT version FROM rwc.schema_version`), ref.rows(`SELECT version FROM rwc.schema_version`))
+	pgtest.SameRows(t, "schema_version rows", e.rows(`SELECT version FROM rwc.schema_version`), ref.rows(`SELECT version FROM rwc.schema_version`))
 
 	// Each flow: one create that inserted the window, then one incremental
 	// refresh that found nothing changed (the sources did not move, and the
@@ -179,8 +179,8 @@ func TestConcurrentMigrate(t *testing.T) {
 	// What one Migrate alone leaves: the same version, in one row, and the
 	// same tables (the state schema grows; this test need not follow it).
 	ref := newEnv(t)
-	equalRows(t, "schema_version rows", e.rows(`SELECT version FROM rwc.schema_version`), ref.rows(`SELECT version FROM rwc.schema_version`))
-	equalRows(t, "tables in schema rwc", e.rows(`SELECT tablename FROM pg_tables WHERE schemaname = 'rwc'`),
+	pgtest.SameRows(t, "schema_version rows", e.rows(`SELECT version FROM rwc.schema_version`), ref.rows(`SELECT version FROM rwc.schema_version`))
+	pgtest.SameRows(t, "tables in schema rwc", e.rows(`SELECT tablename FROM pg_tables WHERE schemaname = 'rwc'`),
 		ref.rows(`SELECT tablename FROM pg_tables WHERE schemaname = 'rwc'`))
 	for _, table := range []string{"schema_version", "deployments", "flows", "events", "fingerprints"} {
 		if n := e.count(`SELECT count(*) FROM pg_tables WHERE schemaname = 'rwc' AND tablename = $1`, table); n != 1 {
@@ -223,14 +223,14 @@ func TestLockTimeout(t *testing.T) {
 	if took > 5*time.Second {
 		t.Errorf("the refresh gave up after %s, want about 200ms", took)
 	}
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), before)
-	equalRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), before)
+	pgtest.SameRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
 
 	if _, err := holder.ExecContext(ctx, `SELECT pg_advisory_unlock(hashtextextended('rwc.flow:' || 't', 0))`); err != nil {
 		t.Fatal(err)
 	}
 	refresh(t, r, reqWindow(f))
-	equalRows(t, "target once the lock is free", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "target once the lock is free", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
 }
 
 // The first refreshes of two flows whose targets share a schema that does
@@ -278,7 +278,7 @@ tables:
 	want := e.rows(`SELECT * FROM ev WHERE d >= '2026-03-05'`)
 	for _, res := range results {
 		if res.Err == nil {
-			equalRows(t, res.Flow, e.rows(`SELECT * FROM fresh.`+res.Flow), want)
+			pgtest.SameRows(t, res.Flow, e.rows(`SELECT * FROM fresh.`+res.Flow), want)
 		}
 	}
 }
@@ -335,7 +335,7 @@ func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
 		t.Errorf("the first attempt did not fail on the concurrent change (log: %q): the test did not test the retry", log.String())
 	}
 	logMu.Unlock()
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
 }
 
 type writerFunc func([]byte) (int, error)
@@ -367,5 +367,5 @@ func TestRefreshWithOneConnection(t *testing.T) {
 			t.Fatalf("refresh %d on one connection: %v", i+1, res.Err)
 		}
 	}
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // crashSpec copies ev with a fixed window; slow makes every row take 10ms,
@@ -114,7 +116,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 
-			equalRows(t, "target and state after the kill", state(), before)
+			pgtest.SameRows(t, "target and state after the kill", state(), before)
 			if n := e.advisoryLocks(); n != 0 {
 				t.Fatalf("%d advisory locks left behind", n)
 			}
@@ -127,7 +129,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 			if !tc.first {
 				want = append(want, "(2020-01-01,dml,1)")
 			}
-			equalRows(t, "target after the next apply", e.rows(`SELECT * FROM t`), sortedCopy(want))
+			pgtest.SameRows(t, "target after the next apply", e.rows(`SELECT * FROM t`), sortedCopy(want))
 			if n := e.advisoryLocks(); n != 0 {
 				t.Fatalf("%d advisory locks left behind after the next apply", n)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // badInputSpec has four flows: ok reads ev; divzero divides by v; missing
@@ -105,7 +106,7 @@ func TestBadInputAtRunTime(t *testing.T) {
 	if r := byFlow["ok"]; r.Err != nil || r.RowsInserted != 6 {
 		t.Errorf("ok: %+v", r)
 	}
-	equalRows(t, "ok's target", e.rows(`SELECT * FROM ok`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "ok's target", e.rows(`SELECT * FROM ok`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
 
 	for _, tc := range []struct {
 		flow, code, message string
@@ -143,11 +144,11 @@ func TestBadInputAtRunTime(t *testing.T) {
 	if r := byFlow["downstream"]; r.Err == nil || r.Action != "skipped" || !strings.Contains(r.Err.Error(), "divzero") {
 		t.Errorf("downstream: action %q, err %v; want skipped because of divzero", r.Action, r.Err)
 	}
-	equalRows(t, "failed and skipped flows' targets", e.rows(targets), before)
+	pgtest.SameRows(t, "failed and skipped flows' targets", e.rows(targets), before)
 	if n := e.count(`SELECT count(*) FROM rwc.deployments`); n != 1 {
 		t.Errorf("%d deployments recorded, want 1 (the failed apply records none)", n)
 	}
-	equalRows(t, "failures logged", e.rows(`SELECT flow, kind FROM rwc.events WHERE id > 4`),
+	pgtest.SameRows(t, "failures logged", e.rows(`SELECT flow, kind FROM rwc.events WHERE id > 4`),
 		[]string{"(divzero,refresh_failed)", "(missing,refresh_failed)", "(ok,planning_information)"})
 
 	// Through the CLI: exit 1, the positions and the skip in its output.
@@ -165,7 +166,7 @@ func TestBadInputAtRunTime(t *testing.T) {
 			t.Errorf("rwc apply output lacks %q:\n%s", want, out)
 		}
 	}
-	equalRows(t, "targets after rwc apply", e.rows(targets), before)
+	pgtest.SameRows(t, "targets after rwc apply", e.rows(targets), before)
 }
 
 // posOf is "line:col" of a *run.QueryError.

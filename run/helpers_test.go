@@ -69,12 +69,6 @@ func (e *env) count(q string, args ...any) int64 {
 	return pgtest.Count(e.t, e.db, q, args...)
 }
 
-// equalRows fails the test when got and want differ, showing both.
-func equalRows(t testing.TB, what string, got, want []string) {
-	t.Helper()
-	pgtest.SameRows(t, what, got, want)
-}
-
 // advisoryLocks counts the advisory locks held in this test's database.
 func (e *env) advisoryLocks() int64 {
 	e.t.Helper()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // scanConds walks an EXPLAIN (FORMAT JSON) plan and returns, per relation
@@ -78,7 +80,7 @@ tables:
 			}
 
 			refresh(t, e.runner(now0), reqWindow(fl))
-			equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT f.date, f.k, f.a, g.b FROM f JOIN g ON f.date = g.date AND f.k = g.k AND f.a = -g.b
+			pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT f.date, f.k, f.a, g.b FROM f JOIN g ON f.date = g.date AND f.k = g.k AND f.a = -g.b
 				WHERE f.date >= '2026-03-08'`))
 			e.exec(`DROP TABLE t; DELETE FROM rwc.flows; DELETE FROM rwc.events`)
 		})

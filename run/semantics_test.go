@@ -9,6 +9,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // at returns the refresh time n days after now0 (negative: before).
@@ -59,19 +60,19 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 				// Every day of the window changed (v + 1000 everywhere):
 				// an incremental refresh recomputes all three.
 				checkOutcome(t, res, compile.ActionIncremental)
-				equalRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
+				pgtest.SameRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
 			} else {
 				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
 			}
 			if res.RowsDeleted != 6 || res.RowsInserted != 6 {
 				t.Errorf("deleted %d, inserted %d; want 6 and 6", res.RowsDeleted, res.RowsInserted)
 			}
-			equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`
+			pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`
 				SELECT * FROM before WHERE d < '2026-03-08' UNION ALL SELECT * FROM ev WHERE d >= '2026-03-08'`))
 			// Spelled out, in case the expectation query above is wrong too.
-			equalRows(t, "target on 2026-03-04 and 2026-03-09", e.rows(`SELECT * FROM t WHERE d IN ('2026-03-04', '2026-03-09')`),
+			pgtest.SameRows(t, "target on 2026-03-04 and 2026-03-09", e.rows(`SELECT * FROM t WHERE d IN ('2026-03-04', '2026-03-09')`),
 				[]string{"(2026-03-04,a,4)", "(2026-03-04,b,40)", "(2026-03-09,b,1090)"})
-			equalRows(t, "rows of k c", e.rows(`SELECT * FROM t WHERE k = 'c'`), []string{"(2026-03-10,c,7)"})
+			pgtest.SameRows(t, "rows of k c", e.rows(`SELECT * FROM t WHERE k = 'c'`), []string{"(2026-03-10,c,7)"})
 
 			// A change to one day of the window (and one outside it):
 			// incremental refreshes recompute that day alone.
@@ -80,14 +81,14 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 			res = refresh(t, r, reqWindow(f))
 			if tc.reasons == nil {
 				checkOutcome(t, res, compile.ActionIncremental)
-				equalRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-09"})
+				pgtest.SameRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-09"})
 				if res.RowsDeleted != 1 || res.RowsInserted != 1 {
 					t.Errorf("deleted %d, inserted %d; want 1 and 1 (03-09 has one row)", res.RowsDeleted, res.RowsInserted)
 				}
 			} else {
 				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
 			}
-			equalRows(t, "target after a change to one day", e.rows(`SELECT * FROM t`), e.rows(`
+			pgtest.SameRows(t, "target after a change to one day", e.rows(`SELECT * FROM t`), e.rows(`
 				SELECT * FROM before WHERE d < '2026-03-08' UNION ALL SELECT * FROM ev WHERE d >= '2026-03-08'`))
 		})
 	}
@@ -118,7 +119,7 @@ tables:
 	e.exec(`UPDATE products SET name = 'green apple' WHERE product_id = 1`)
 	refresh(t, e.runner(now0), reqWindow(f))
 
-	equalRows(t, "apple rows by name", e.rows(`SELECT product, min(d), max(d), count(*) FROM t WHERE product <> 'pear' GROUP BY product`),
+	pgtest.SameRows(t, "apple rows by name", e.rows(`SELECT product, min(d), max(d), count(*) FROM t WHERE product <> 'pear' GROUP BY product`),
 		[]string{"(\"green apple\",2026-03-08,2026-03-10,3)", "(apple,2026-03-03,2026-03-07,5)"})
 	if n := e.count(`SELECT count(*) FROM t WHERE product = 'pear'`); n != 8 {
 		t.Errorf("%d pear rows, want 8", n)
@@ -137,12 +138,12 @@ func TestRetentionTargetKeepsHistory(t *testing.T) {
 
 	e.exec(`DELETE FROM ev WHERE d < '2026-03-08'`)
 	refresh(t, e.runner(now0), reqWindow(f))
-	equalRows(t, "target after the source dropped days outside the window", e.rows(`SELECT * FROM t`), before)
+	pgtest.SameRows(t, "target after the source dropped days outside the window", e.rows(`SELECT * FROM t`), before)
 
 	// Two days later the window is d >= 03-10; the source keeps only that.
 	e.exec(`DELETE FROM ev WHERE d < '2026-03-10'`)
 	refresh(t, e.runner(at(2)), reqWindow(f))
-	equalRows(t, "target after the window moved and the source dropped more", e.rows(`SELECT * FROM t`), before)
+	pgtest.SameRows(t, "target after the window moved and the source dropped more", e.rows(`SELECT * FROM t`), before)
 }
 
 // Rows written into the target by DML survive refreshes outside the window;
@@ -158,7 +159,7 @@ func TestDMLRowsOutsideWindowSurvive(t *testing.T) {
 		UPDATE t SET v = -1 WHERE d = '2026-03-10'`)
 
 	refresh(t, e.runner(now0), reqWindow(f))
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`
 		SELECT * FROM ev WHERE d >= '2026-03-08'
 		UNION ALL VALUES ('2025-12-31'::date, 'legacy', 1), ('2026-03-07', 'legacy', 2), (NULL, 'legacy', 3)`))
 
@@ -194,13 +195,13 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	if res.RowsDeleted != 11 || res.RowsInserted != 10 {
 		t.Errorf("deleted %d, inserted %d; want 11 (10 + one DML row) and 10", res.RowsDeleted, res.RowsInserted)
 	}
-	equalRows(t, "target after the override", e.rows(`SELECT * FROM t`), e.rows(`
+	pgtest.SameRows(t, "target after the override", e.rows(`SELECT * FROM t`), e.rows(`
 		SELECT * FROM before WHERE d < '2026-03-04' OR d > '2026-03-08'
 		UNION ALL SELECT * FROM ev WHERE d BETWEEN '2026-03-04' AND '2026-03-08'`))
 	if !strings.Contains(res.PredicateSQL, "2026-03-04") || strings.Contains(res.PredicateSQL, "2026-03-10") {
 		t.Errorf("override ran with predicate %s", res.PredicateSQL)
 	}
-	equalRows(t, "rwc.flows after the override", e.rows(flowState), flowsBefore)
+	pgtest.SameRows(t, "rwc.flows after the override", e.rows(flowState), flowsBefore)
 
 	// The source changed on every day before the override; the override
 	// recomputed 03-04..03-08 but the next refresh still owes the window's
@@ -208,12 +209,12 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	// harm), and the override's own writes are not taken for external DML.
 	next := refresh(t, e.runner(now0), reqWindow(f))
 	checkOutcome(t, next, compile.ActionIncremental)
-	equalRows(t, "partitions after the override", next.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
+	pgtest.SameRows(t, "partitions after the override", next.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
 	if next.PredicateSQL != windowSQL || next.PredicateCEL != windowCEL {
 		t.Errorf("the refresh after the override used %s (%s), want the flow's window %s (%s)",
 			next.PredicateSQL, next.PredicateCEL, windowSQL, windowCEL)
 	}
-	equalRows(t, "target after the next window refresh", e.rows(`SELECT * FROM t`), e.rows(`
+	pgtest.SameRows(t, "target after the next window refresh", e.rows(`SELECT * FROM t`), e.rows(`
 		SELECT * FROM before WHERE d < '2026-03-04' UNION ALL SELECT * FROM ev WHERE d >= '2026-03-04'`))
 	evs, err := run.Events(context.Background(), e.db, "t", 100)
 	if err != nil {
@@ -243,7 +244,7 @@ func TestFullRefreshLeavesOnlyWindow(t *testing.T) {
 	if res.RowsOutside != 12 || res.RowsDeleted != 18 || res.RowsInserted != 6 {
 		t.Errorf("outside %d, deleted %d, inserted %d; want 12, 18, 6", res.RowsOutside, res.RowsDeleted, res.RowsInserted)
 	}
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
 	if got := e.value(`SELECT details->>'rows_outside_window_lost' FROM rwc.events WHERE flow = 't' ORDER BY id DESC LIMIT 1`); got != "12" {
 		t.Errorf("event details record %s rows lost, want 12", got)
 	}
@@ -276,9 +277,9 @@ func TestResetNotAllowedRefusesFullRefresh(t *testing.T) {
 	if !errors.As(res.Err, &refusal) || !strings.Contains(res.Err.Error(), "reset_allowed: false") {
 		t.Fatalf("full refresh of a reset_allowed: false table: err = %v, want a refusal naming reset_allowed", res.Err)
 	}
-	equalRows(t, "target", e.rows(`SELECT * FROM t`), target)
-	equalRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
-	equalRows(t, "rwc.events", e.rows(`SELECT * FROM rwc.events`), events)
+	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), target)
+	pgtest.SameRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
+	pgtest.SameRows(t, "rwc.events", e.rows(`SELECT * FROM rwc.events`), events)
 }
 
 // The target is matched BY NAME: the query lists the columns in another
@@ -303,7 +304,7 @@ tables:
       SELECT amount, b, a, k, d FROM src
 `}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
-	equalRows(t, "target", e.rows(`SELECT d, k, a, b, amount FROM t`),
+	pgtest.SameRows(t, "target", e.rows(`SELECT d, k, a, b, amount FROM t`),
 		[]string{"(2026-03-09,x,1,2,3.50)", "(2026-03-10,y,10,20,30.25)"})
 	if got := e.value(`SELECT string_agg(attname, ' ' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0`); got != "d k a b amount" {
 		t.Errorf("target columns %s, want them in the order of columns:", got)
@@ -339,7 +340,7 @@ func TestActionsAndReasons(t *testing.T) {
 	if res.RowsDeleted != 6 || res.RowsInserted != 6 {
 		t.Errorf("refresh after the query changed: -%d +%d, want the whole window (6 and 6)", res.RowsDeleted, res.RowsInserted)
 	}
-	equalRows(t, "target after the query changed", e.rows(`SELECT * FROM t`), e.rows(`SELECT d, k, v * 2 FROM ev WHERE d >= '2026-03-08'`))
+	pgtest.SameRows(t, "target after the query changed", e.rows(`SELECT * FROM t`), e.rows(`SELECT d, k, v * 2 FROM ev WHERE d >= '2026-03-08'`))
 	checkOutcome(t, refresh(t, r, reqWindow(changed)), compile.ActionIncremental)
 	// Going back to the old query is a change again.
 	checkOutcome(t, refresh(t, r, reqWindow(f)), run.ActionRecomputeWindow, run.QueryChanged)
@@ -352,7 +353,7 @@ func TestActionsAndReasons(t *testing.T) {
 	for _, ev := range evs {
 		got = append(got, ev.Action+" "+strings.Join(ev.Reasons, ","))
 	}
-	equalRows(t, "event log", got, []string{
+	pgtest.SameRows(t, "event log", got, []string{
 		"create FIRST_REFRESH", "incremental ", "incremental ", "recompute_window QUERY_CHANGED",
 		"incremental ", "recompute_window QUERY_CHANGED"})
 }
@@ -385,9 +386,9 @@ func TestRefusesToAdoptForeignTable(t *testing.T) {
 			if res.Err == nil || !strings.Contains(res.Err.Error(), tc.want) || !strings.Contains(res.Err.Error(), `"public"."t"`) {
 				t.Fatalf("err = %v, want one naming the table and saying %q", res.Err, tc.want)
 			}
-			equalRows(t, "table", e.rows(`SELECT * FROM t`), target)
-			equalRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
-			equalRows(t, "rwc.events", e.rows(`SELECT * FROM rwc.events`), events)
+			pgtest.SameRows(t, "table", e.rows(`SELECT * FROM t`), target)
+			pgtest.SameRows(t, "rwc.flows", e.rows(`SELECT * FROM rwc.flows`), flows)
+			pgtest.SameRows(t, "rwc.events", e.rows(`SELECT * FROM rwc.events`), events)
 		})
 	}
 }

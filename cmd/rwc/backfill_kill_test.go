@@ -184,11 +184,6 @@ func (p *proj) count(q string, args ...any) int {
 	return int(pgtest.Count(p.t, p.db, q, args...))
 }
 
-func sameRows(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	pgtest.SameRows(t, what, got, want)
-}
-
 // daySpec is a flow copying ev with a two-day window; slow makes every
 // row of its query take 10ms.
 func daySpec(slow bool) string {
@@ -447,13 +442,13 @@ func (h *e2e) killAndResume(t *testing.T, inside bool) {
 	if got := batchesPrinted(out); strings.Join(got, ",") != strings.Join(wantPrinted, ",") {
 		t.Fatalf("the resumed apply printed batches %v, want %v:\n%s", got, wantPrinted, out)
 	}
-	sameRows(t, "batches committed before the kill, after the resume", p.rows(`SELECT batch, committed_at FROM rwc.backfill_batches WHERE batch <= $1`, done), before)
-	sameRows(t, "the ledger after the resume (vs an uninterrupted run)", p.rows(ledgerQuery), wantLedger)
+	pgtest.SameRows(t, "batches committed before the kill, after the resume", p.rows(`SELECT batch, committed_at FROM rwc.backfill_batches WHERE batch <= $1`, done), before)
+	pgtest.SameRows(t, "the ledger after the resume (vs an uninterrupted run)", p.rows(ledgerQuery), wantLedger)
 	if n := p.count(`SELECT count(*) FROM rwc.backfill_batches WHERE committed_at IS NULL`); n != 0 {
 		t.Fatalf("%d batches uncommitted after the resume", n)
 	}
 	// One backfill event per batch, each with its batch's predicate.
-	sameRows(t, "backfill events per batch",
+	pgtest.SameRows(t, "backfill events per batch",
 		p.rows(fmt.Sprintf(`SELECT b.batch, count(e.id) FROM rwc.backfill_batches b
 			LEFT JOIN rwc.events e ON e.action = 'backfill' AND e.kind = 'planning_information' AND %s = %s
 			GROUP BY b.batch`, batchRange("e.predicate_cel", "d"), batchRange("b.predicate_cel", "d"))),
@@ -461,9 +456,9 @@ func (h *e2e) killAndResume(t *testing.T, inside bool) {
 	if n := p.count(`SELECT count(*) FROM rwc.events WHERE action = 'backfill'`); n != 5 {
 		t.Fatalf("%d backfill events, want 5", n)
 	}
-	sameRows(t, "ledger totals", p.rows(`SELECT rows_deleted, rows_inserted, finished_at IS NOT NULL FROM rwc.backfills`),
+	pgtest.SameRows(t, "ledger totals", p.rows(`SELECT rows_deleted, rows_inserted, finished_at IS NOT NULL FROM rwc.backfills`),
 		ref.totals)
-	sameRows(t, "target after the resume (vs an uninterrupted run)", p.rows(`SELECT * FROM daily`), want)
+	pgtest.SameRows(t, "target after the resume (vs an uninterrupted run)", p.rows(`SELECT * FROM daily`), want)
 	if n := p.count(`SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
 		WHERE l.locktype = 'advisory' AND d.datname = current_database()`); n != 0 {
 		t.Fatalf("%d advisory locks left behind", n)
@@ -518,9 +513,9 @@ func (h *e2e) concurrentApplies(t *testing.T) {
 	if e := p.count(`SELECT count(*) FROM rwc.events WHERE action = 'backfill'`); e != n {
 		t.Fatalf("%d backfill events, want %d", e, n)
 	}
-	sameRows(t, "the ledger (vs one apply)", p.rows(ledgerQuery), ref.ledger)
-	sameRows(t, "ledger totals", p.rows(`SELECT rows_deleted, rows_inserted, finished_at IS NOT NULL FROM rwc.backfills`), ref.totals)
-	sameRows(t, "the target (vs one apply)", p.rows(`SELECT * FROM daily`), ref.target)
+	pgtest.SameRows(t, "the ledger (vs one apply)", p.rows(ledgerQuery), ref.ledger)
+	pgtest.SameRows(t, "ledger totals", p.rows(`SELECT rows_deleted, rows_inserted, finished_at IS NOT NULL FROM rwc.backfills`), ref.totals)
+	pgtest.SameRows(t, "the target (vs one apply)", p.rows(`SELECT * FROM daily`), ref.target)
 }
 
 // batchRange is SQL reading a batch's range, {first,last}, from its CEL
@@ -608,12 +603,12 @@ reason: load the history
 	if !strings.Contains(out, "backfill pipelines/backfills/history.yaml (clickstream_daily): batch 2/2: ") {
 		t.Fatalf("history backfill: want 2 batches of 30 days for 57 days:\n%s", out)
 	}
-	sameRows(t, "the history", target("views, sessions", day(59), day(0)),
+	pgtest.SameRows(t, "the history", target("views, sessions", day(59), day(0)),
 		agg("count(*), count(DISTINCT session_id)", day(59), day(0)))
 	// The flow's refresh in that apply was incremental (nothing changed), so
 	// the batches cover the window too: the second ends today and replaces
 	// the window's 6 rows.
-	sameRows(t, "the history's batches", p.rows(`SELECT batch, `+batchRange("predicate_cel", "event_date")+`, rows_deleted, rows_inserted
+	pgtest.SameRows(t, "the history's batches", p.rows(`SELECT batch, `+batchRange("predicate_cel", "event_date")+`, rows_deleted, rows_inserted
 		FROM rwc.backfill_batches WHERE path = 'pipelines/backfills/history.yaml'`),
 		[]string{fmt.Sprintf("(1,\"{%s,%s}\",0,60)", day(59), day(30)), fmt.Sprintf("(2,\"{%s,%s}\",6,60)", day(29), day(0))})
 
@@ -628,9 +623,9 @@ reason: load the history
 	if !regexp.MustCompile(`(?m)^clickstream_daily +recompute_window \(QUERY_CHANGED\): 6 deleted, 6 inserted`).MatchString(out) {
 		t.Fatalf("apply of uniq_users:\n%s", out)
 	}
-	sameRows(t, "uniq_users in the window", target("views, sessions, uniq_users", day(2), day(0)),
+	pgtest.SameRows(t, "uniq_users in the window", target("views, sessions, uniq_users", day(2), day(0)),
 		agg("count(*), count(DISTINCT session_id), count(DISTINCT user_id)", day(2), day(0)))
-	sameRows(t, "days with uniq_users before the backfill",
+	pgtest.SameRows(t, "days with uniq_users before the backfill",
 		p.rows(`SELECT DISTINCT event_date::text FROM analytics.clickstream_daily WHERE uniq_users IS NOT NULL`),
 		[]string{"(" + day(2) + ")", "(" + day(1) + ")", "(" + day(0) + ")"})
 	if n := p.count(`SELECT count(*) FROM analytics.clickstream_daily WHERE uniq_users IS NULL`); n != 57*2 {
@@ -664,9 +659,9 @@ reason: load the history
 	if strings.Contains(out, "history.yaml") {
 		t.Fatalf("the history backfill ran again:\n%s", out)
 	}
-	sameRows(t, "the backfilled days and the window", target("views, sessions, uniq_users", from, day(0)),
+	pgtest.SameRows(t, "the backfilled days and the window", target("views, sessions, uniq_users", from, day(0)),
 		agg("count(*), count(DISTINCT session_id), count(DISTINCT user_id)", from, day(0)))
-	sameRows(t, "older days", target("views, sessions, uniq_users", day(59), day(33)),
+	pgtest.SameRows(t, "older days", target("views, sessions, uniq_users", day(59), day(33)),
 		agg("count(*), count(DISTINCT session_id), NULL::bigint", day(59), day(33)))
 
 	// status: per column, the days it was computed for.
