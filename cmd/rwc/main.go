@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	_ "github.com/rwc-dev/rwc/internal/gcpolicy" // first, so it covers library initialisation
 )
 
 // exitError carries an exit code without printing anything more.
