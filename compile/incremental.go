@@ -124,17 +124,28 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 	return out, nil
 }
 
-// TargetProbe fingerprints the target's window, to find DML that rwc did
-// not make (EXTERNAL_CHANGE_IN_REPLACE_WINDOW).
-func (f *Flow) TargetProbe(window *predicate.Predicate) (Probe, error) {
+// TargetProbe fingerprints the target within the union of windows, to
+// find DML that rwc did not make (EXTERNAL_CHANGE_IN_REPLACE_WINDOW). Its
+// fourth column counts each partition's rows inserted by transaction writer
+// (0: none asked): the rows of a window that a refresh rewrote whole are
+// recognised by their xmin, which PostgreSQL keeps even when it freezes them.
+func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32) (Probe, error) {
 	col := "s." + pq.QuoteIdentifier(f.PartitionBy)
-	cond, err := window.SQL(func(c string) string { return "s." + pq.QuoteIdentifier(c) })
-	if err != nil {
-		return Probe{}, err
+	conds := make([]string, len(windows))
+	for i, w := range windows {
+		cond, err := w.SQL(func(c string) string { return "s." + pq.QuoteIdentifier(c) })
+		if err != nil {
+			return Probe{}, err
+		}
+		conds[i] = "(" + cond + ")"
+	}
+	byWriter := "0::bigint"
+	if writer != 0 {
+		byWriter = fmt.Sprintf("count(*) FILTER (WHERE s.xmin = '%d'::xid)", writer)
 	}
 	return Probe{SQL: fmt.Sprintf(
-		"SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s",
-		col, versionHash, f.Target(), cond)}, nil
+		"SELECT (%s)::text, count(*), %s, %s FROM %s AS s WHERE %s GROUP BY %[1]s",
+		col, versionHash, byWriter, f.Target(), strings.Join(conds, " OR "))}, nil
 }
 
 // Narrow is the window restricted to the given partition values (as

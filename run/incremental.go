@@ -54,6 +54,9 @@ type fingerprintRow struct {
 	whole  bool
 	value  string
 	n, h   int64
+	// byWriter (target probes only): the rows inserted by the transaction
+	// that rewrote the window whole at the last refresh (see rewrite).
+	byWriter int64
 	// opaque: the source is not a table (a view, a foreign table): its rows
 	// have no identity to fingerprint, so what changed in it is unknown.
 	opaque bool
@@ -63,6 +66,14 @@ type fingerprintRow struct {
 // fingerprints: an empty window has no other row, and must not read as
 // "never fingerprinted". (No probe yields it: the target is never whole.)
 var takenKey = fpKey{source: "", whole: true, value: ""}
+
+// rewrittenKey marks a target whose window the last refresh rewrote whole:
+// instead of fingerprinting the rows it had just inserted (a scan of the
+// whole window on the refresh's critical path), it stored how many it
+// inserted (n) and the transaction that did (h). The next refresh checks
+// that every row in the window is that transaction's and none is missing
+// (rewrittenClean), and stores fingerprints proper from then on.
+var rewrittenKey = fpKey{source: "", whole: true, value: "rewritten"}
 
 type fpKey struct {
 	source string
@@ -80,7 +91,11 @@ func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRo
 	for rows.Next() {
 		fr := fingerprintRow{source: p.Source, whole: p.Whole}
 		var v sql.NullString
-		if err := rows.Scan(&v, &fr.n, &fr.h); err != nil {
+		dest := []any{&v, &fr.n, &fr.h}
+		if p.Source == "" {
+			dest = append(dest, &fr.byWriter)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		fr.value = v.String
@@ -171,9 +186,18 @@ func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool 
 }
 
 // probeTarget fingerprints the target's window: its rows as they are now,
-// in this transaction.
-func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate) ([]fingerprintRow, error) {
-	tp, err := f.TargetProbe(window)
+// in this transaction. When the last refresh rewrote its window whole
+// (stored has rewrittenKey), the probe also covers that window, however
+// the window moved since, and counts that refresh's rows.
+func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64, prior *predicate.Predicate) ([]fingerprintRow, error) {
+	windows, writer := []*predicate.Predicate{window}, uint32(0)
+	if rw, ok := stored[rewrittenKey]; ok {
+		writer = uint32(rw[1])
+		if prior != nil && prior != window {
+			windows = append(windows, prior)
+		}
+	}
+	tp, err := f.TargetProbe(windows, writer)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +210,7 @@ func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *p
 	if _, ok := stored[takenKey]; !ok {
 		return false, nil
 	}
-	target, err := probeTarget(ctx, tx, f, window)
+	target, err := probeTarget(ctx, tx, f, window, stored, window)
 	if err != nil {
 		return false, err
 	}
@@ -196,7 +220,27 @@ func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *p
 // targetClean reports whether the target's fingerprints over window are
 // those stored: no DML by anyone else since the last refresh.
 func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) bool {
+	if rw, ok := stored[rewrittenKey]; ok {
+		return rewrittenClean(inWindowOf(f, window), target, rw[0])
+	}
 	return diffValues(target, stored, "", inWindowOf(f, window)) == nil
+}
+
+// rewrittenClean: every row in the window is the rewriting transaction's,
+// and all the rows it inserted are still there. Its rows are counted over
+// the window it rewrote as well as the window now (they differ once time
+// moves on), since they are not known per partition: a row of it deleted
+// from a day that has since left the window reads as external DML, which
+// costs a needless recompute, never a missed change.
+func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, inserted int64) bool {
+	var mine int64
+	for _, t := range target {
+		mine += t.byWriter
+		if inWindow(t.value) && t.n != t.byWriter {
+			return false
+		}
+	}
+	return mine == inserted
 }
 
 // targetAfter is the target's fingerprints after a write within written
@@ -205,12 +249,12 @@ func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerpr
 // earlier probe found them, in this transaction's snapshot.
 func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, written *predicate.Predicate, before []fingerprintRow) ([]fingerprintRow, error) {
 	if before == nil {
-		return probeTarget(ctx, tx, f, window)
+		return probeTarget(ctx, tx, f, window, nil, nil)
 	}
 	if written == nil {
 		return before, nil
 	}
-	fresh, err := probeTarget(ctx, tx, f, written)
+	fresh, err := probeTarget(ctx, tx, f, written, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +264,18 @@ func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, writt
 		}
 	}
 	return fresh, nil
+}
+
+// rewrittenMark is what a refresh that rewrote window whole stores for the
+// target: the rows it inserted and the transaction that inserted them. The
+// write runs in the top-level transaction (no savepoint is open then), so
+// its rows' xmin is the transaction's own id, modulo 2^32 as xmin is.
+func rewrittenMark(ctx context.Context, tx *sql.Tx, inserted int64) ([]fingerprintRow, error) {
+	var writer int64
+	if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id()::text::numeric % 4294967296`).Scan(&writer); err != nil {
+		return nil, err
+	}
+	return []fingerprintRow{{source: rewrittenKey.source, whole: rewrittenKey.whole, value: rewrittenKey.value, n: inserted, h: writer}}, nil
 }
 
 // rewrote reports whether a write within written replaced the rows of a
@@ -252,6 +308,7 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 	if !targetClean(f, window, target, stored) {
 		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
+	target = inWindowOnly(f, window, target)
 	if reason := wholeReason(sources, stored); reason != "" {
 		return nil, nil, reason, nil, nil
 	}
@@ -290,6 +347,20 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 		return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
 	}
 	return narrowed, values, "", target, nil
+}
+
+// inWindowOnly drops the rows a probe took outside window (of the window
+// the last refresh rewrote, once time moved on): they are not this
+// refresh's to store.
+func inWindowOnly(f *compile.Flow, window *predicate.Predicate, rows []fingerprintRow) []fingerprintRow {
+	inWindow := inWindowOf(f, window)
+	out := rows[:0:0]
+	for _, r := range rows {
+		if inWindow(r.value) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // diffValues lists the partition values (within the window) where the
@@ -349,8 +420,11 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 		for _, fr := range target {
 			values = append(values, fr.value)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1 AND source = '' AND NOT whole AND value = ANY($2)`,
-			f.Name(), pq.Array(values)); err != nil {
+		// The override probed the whole window the state records: what it
+		// stores supersedes a mark that the last refresh rewrote it.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1 AND source = ''
+				AND (NOT whole AND value = ANY($2) OR whole AND value = $3)`,
+			f.Name(), pq.Array(values), rewrittenKey.value); err != nil {
 			return err
 		}
 	} else if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1`, f.Name()); err != nil {

@@ -273,9 +273,10 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 		if _, ok := stored[takenKey]; ok {
+			prior, _ := f.StoredWindow(st.FlowState)
 			var stop func()
 			if targetNow, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-				return probeTarget(ctx, tx, f, window)
+				return probeTarget(ctx, tx, f, window, stored, prior)
 			}); err != nil {
 				return err
 			}
@@ -401,7 +402,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return queryError(f, err)
 		}
 		sources = append(sources, later...)
-		target, err := targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
+		var target []fingerprintRow
+		if targetBefore == nil && written == nil && req.Mode != Override {
+			// The window was rewritten whole: mark it so, rather than
+			// fingerprint what was just inserted (see rewrittenKey).
+			target, err = rewrittenMark(ctx, tx, res.RowsInserted)
+		} else {
+			target, err = targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
+		}
 		if err != nil {
 			return err
 		}
@@ -410,7 +418,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		windowRows = 0
 		for _, t := range target {
-			windowRows += t.n
+			windowRows += t.n // a rewritten mark's n: the rows inserted
 		}
 	}
 	if req.Mode != Override {

@@ -78,10 +78,14 @@ type Capture struct {
 	// can be incremental; when false, the next refresh recomputes the
 	// window (the flow is not incremental by its shape, or has not been
 	// refreshed since rwc kept fingerprints).
-	Fingerprinted bool  `json:"fingerprinted"`
-	Sources       int   `json:"sources"`    // sources fingerprinted
-	Partitions    int   `json:"partitions"` // partition values of the target's window
-	DeadRows      int64 `json:"dead_rows"`  // left in the target since its last VACUUM
+	Fingerprinted bool `json:"fingerprinted"`
+	Sources       int  `json:"sources"`    // sources fingerprinted
+	Partitions    int  `json:"partitions"` // partition values of the target's window
+	// Rewritten: the last refresh rewrote the window whole and stored, for
+	// the target, the rows it inserted (recognised by their transaction)
+	// instead of per-partition fingerprints; -1 when it did not.
+	Rewritten int64 `json:"rewritten_rows"`
+	DeadRows  int64 `json:"dead_rows"` // left in the target since its last VACUUM
 }
 
 // Status is the deployed revision and every flow.
@@ -113,11 +117,12 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
 			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
 			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''), e.started_at,
-			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), f.dead_rows
+			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), coalesce(fp.rewritten, -1), f.dead_rows
 		FROM rwc.flows f
 		LEFT JOIN LATERAL (SELECT action, reasons, error, started_at FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
-		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole) AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
-				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions
+		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole AND value = '') AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
+				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions,
+				max(n) FILTER (WHERE source = '' AND whole AND value = 'rewritten') AS rewritten
 			FROM rwc.fingerprints WHERE flow = f.flow) fp ON true
 		ORDER BY f.flow`)
 	if err != nil {
@@ -129,7 +134,7 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 		var last, actionAt sql.NullTime
 		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
 			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError, &actionAt,
-			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.DeadRows); err != nil {
+			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.Rewritten, &f.Capture.DeadRows); err != nil {
 			return s, err
 		}
 		if last.Valid {
