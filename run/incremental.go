@@ -296,12 +296,10 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 // reason the refresh must recompute the whole window instead; and the
 // target's fingerprints when it took them.
 func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
-	if _, ok := stored[takenKey]; !ok {
-		return nil, nil, compile.ReasonPriorPredicateMissing, nil, nil
-	}
+	// The caller asked wholeReason first: fingerprints are stored, and no
+	// source fingerprinted whole forces the window.
 	// Rows rwc did not write, inside the window: the target no longer is
-	// what the last refresh left. Checked first, whatever the sources say:
-	// the user's own DML being overwritten is the reason to report.
+	// what the last refresh left.
 	if target, err = targetNow(); err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -309,9 +307,6 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
 	target = inWindowOnly(f, window, target)
-	if reason := wholeReason(sources, stored); reason != "" {
-		return nil, nil, reason, nil, nil
-	}
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}

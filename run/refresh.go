@@ -347,6 +347,16 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// write may change them; nil, nil: probe the whole window afterwards.
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
+	// reasonLater: the whole window is recomputed whatever the target's
+	// probe finds, so the write does not wait for it; only the reason
+	// recorded does (external DML is the one to report).
+	reasonLater := false
+	if dec.Action == compile.ActionIncremental {
+		if reason := wholeReason(sources, stored); reason != "" {
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
+			_, reasonLater = stored[takenKey]
+		}
+	}
 	if dec.Action == compile.ActionIncremental {
 		narrowed, values, reason, target, err := changedPartitions(f, window, sources, stored, targetNow)
 		if err != nil {
@@ -394,6 +404,15 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return queryError(f, err)
 		}
 		res.RowsInserted = n
+	}
+	if reasonLater {
+		target, err := targetNow()
+		if err != nil {
+			return err
+		}
+		if !targetClean(f, window, target, stored) {
+			res.Reasons = []string{compile.ReasonExternalChange}
+		}
 	}
 	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
