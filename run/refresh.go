@@ -190,6 +190,13 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	defer unlock()
+	// A refresh that fingerprints probes the target, and sometimes its
+	// sources, on connections of their own.
+	var spare *spareConns
+	if f.Incremental() && req.Mode != Override {
+		spare = r.spares(ctx)
+		defer spare.release()
+	}
 	// One snapshot for the whole refresh, taken after the lock: the
 	// fingerprints that decide what to recompute and the rows recomputed
 	// are the same data.
@@ -275,7 +282,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		if _, ok := stored[takenKey]; ok {
 			prior, _ := f.StoredWindow(st.FlowState)
 			var stop func()
-			if targetNow, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+			if targetNow, stop, err = r.aside(ctx, tx, spare, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeTarget(ctx, tx, f, window, stored, prior)
 			}); err != nil {
 				return err
@@ -307,7 +314,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || wholeReason(sources, stored) != "") {
 			var stop func()
-			if sourcesLater, stop, err = r.aside(ctx, tx, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+			if sourcesLater, stop, err = r.aside(ctx, tx, spare, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeSources(ctx, tx, parted)
 			}); err != nil {
 				return err

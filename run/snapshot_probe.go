@@ -22,11 +22,9 @@ const asideConnWait = 2 * time.Second
 // result waits for the rows; stop cancels a probe not waited for and waits
 // for it to end, so that none outlives its refresh. Without a second
 // connection within asideConnWait, result runs the probe on tx instead.
-func (r *Runner) aside(ctx context.Context, tx *sql.Tx, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (result func() ([]fingerprintRow, error), stop func(), err error) {
-	connCtx, cancelConn := context.WithTimeout(ctx, asideConnWait)
-	conn, connErr := r.db.Conn(connCtx)
-	cancelConn()
-	if connErr != nil {
+func (r *Runner) aside(ctx context.Context, tx *sql.Tx, conns *spareConns, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (result func() ([]fingerprintRow, error), stop func(), err error) {
+	conn := conns.take(ctx)
+	if conn == nil {
 		return func() ([]fingerprintRow, error) { return probe(ctx, tx) }, func() {}, nil
 	}
 	var snapshot string
@@ -74,4 +72,73 @@ func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string
 		return nil, err
 	}
 	return probe(ctx, tx)
+}
+
+// spareConns are the connections a refresh's aside probes use. The first
+// is opened in the background as soon as the refresh holds its own:
+// opening a session takes a few milliseconds, which then overlap the
+// refresh's first statements instead of delaying its target's probe. Any
+// further one (the sources' probe beside a whole-window write) is opened
+// when asked for. One in advance, not more: with the lock's connection that
+// is two, what database/sql keeps idle by default, so a run of refreshes
+// reuses its sessions rather than opening new ones each time.
+type spareConns struct {
+	db     *sql.DB
+	ch     chan *sql.Conn // nil for a connection that could not be had
+	ready  bool           // the one opened in advance is not taken yet
+	cancel context.CancelFunc
+}
+
+func (r *Runner) spares(ctx context.Context) *spareConns {
+	ctx, cancel := context.WithCancel(ctx)
+	sc := &spareConns{db: r.db, ch: make(chan *sql.Conn, 1), ready: true, cancel: cancel}
+	go func() {
+		c, err := r.db.Conn(ctx)
+		if err != nil {
+			c = nil
+		}
+		sc.ch <- c
+	}()
+	return sc
+}
+
+// take is a connection for a probe, or nil when none is to be had within
+// asideConnWait (a role limited to one connection, a full server, a small
+// pool): the probe then runs on the refresh's own.
+func (sc *spareConns) take(ctx context.Context) *sql.Conn {
+	if sc == nil {
+		return nil
+	}
+	if sc.ready {
+		sc.ready = false
+		select {
+		case c := <-sc.ch:
+			return c
+		case <-time.After(asideConnWait):
+			sc.cancel() // release takes care of a late one
+			sc.ready = true
+			return nil
+		case <-ctx.Done():
+			sc.ready = true
+			return nil
+		}
+	}
+	connCtx, cancel := context.WithTimeout(ctx, asideConnWait)
+	defer cancel()
+	c, err := sc.db.Conn(connCtx)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// release gives back the connection opened in advance if no probe took
+// it, waiting for it (its opening is cancelled) when it is still coming.
+func (sc *spareConns) release() {
+	sc.cancel()
+	if sc.ready {
+		if c := <-sc.ch; c != nil {
+			c.Close()
+		}
+	}
 }

@@ -39,7 +39,8 @@ func TestAsideProbeSeesTheRefreshSnapshot(t *testing.T) {
 		}
 		pgtest.Exec(t, other, `INSERT INTO src VALUES (3)`)
 		r := New(db, Options{LockTimeout: 5 * time.Second})
-		result, stop, err := r.aside(ctx, tx, count)
+		spare := r.spares(ctx)
+		result, stop, err := r.aside(ctx, tx, spare, count)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +53,7 @@ func TestAsideProbeSeesTheRefreshSnapshot(t *testing.T) {
 			t.Errorf("pool of %d: the aside probe counted %d rows, want the snapshot's 2", poolSize, rows[0].n)
 		}
 		tx.Rollback()
+		spare.release()
 		pgtest.Exec(t, db, `DELETE FROM src WHERE v = 3`)
 	}
 }

@@ -17,6 +17,12 @@ import (
 // each refresh a VACUUM instead, a fifth of a whole-window recompute.
 const deadRowsPerWindow = 4
 
+// vacuumCount is how many times the table $2 was vacuumed, by anyone, as
+// the server counts (0 with track_counts off). The functions behind
+// pg_stat_user_tables, called alone: planning the view costs a few
+// milliseconds of every refresh.
+const vacuumCount = `coalesce(pg_stat_get_vacuum_count(to_regclass($2)) + pg_stat_get_autovacuum_count(to_regclass($2)), 0)`
+
 // churn is what a refresh left for VACUUM to clean.
 type churn struct {
 	dead   int64 // dead row versions rwc's refreshes left since the last VACUUM
@@ -30,9 +36,8 @@ type churn struct {
 // holds now. A created target is vacuumed (and analysed) once.
 func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, window int64) (churn, error) {
 	var dead, seen, vacuums int64
-	err := tx.QueryRowContext(ctx, `SELECT fl.dead_rows, fl.vacuums, coalesce(s.vacuum_count + s.autovacuum_count, 0)
-		FROM rwc.flows fl LEFT JOIN pg_stat_user_tables s ON s.relid = to_regclass($2)
-		WHERE fl.flow = $1`, f.Name(), f.Target()).Scan(&dead, &seen, &vacuums)
+	err := tx.QueryRowContext(ctx, `SELECT dead_rows, vacuums, `+vacuumCount+` FROM rwc.flows WHERE flow = $1`,
+		f.Name(), f.Target()).Scan(&dead, &seen, &vacuums)
 	if err != nil {
 		return churn{}, err
 	}
@@ -71,8 +76,8 @@ func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, re
 	}
 	// Start counting again, whether or not the server counts vacuums
 	// (track_counts off).
-	if _, err := conn.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = 0, vacuums = coalesce((SELECT vacuum_count + autovacuum_count
-		FROM pg_stat_user_tables WHERE relid = to_regclass($2)), 0) WHERE flow = $1`, f.Name(), f.Target()); err != nil {
+	if _, err := conn.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = 0, vacuums = `+vacuumCount+` WHERE flow = $1`,
+		f.Name(), f.Target()); err != nil {
 		fmt.Fprintf(r.opts.Log, "%s: after VACUUM: %v\n", f.Name(), err)
 	}
 }
