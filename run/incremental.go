@@ -57,9 +57,6 @@ type fingerprintRow struct {
 	// byWriter (target probes only): the rows inserted by the transaction
 	// that rewrote the window whole at the last refresh (see rewrite).
 	byWriter int64
-	// opaque: the source is not a table (a view, a foreign table): its rows
-	// have no identity to fingerprint, so what changed in it is unknown.
-	opaque bool
 }
 
 // takenKey marks, in rwc.fingerprints, that a refresh stored the flow's
@@ -104,17 +101,12 @@ func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRo
 	return out, rows.Err()
 }
 
+// probeSources runs the sources' probes in turn. Each source is a table
+// (or a tree of them): incrementalBlocker ruled out views and foreign
+// tables, whose rows have no identity to fingerprint.
 func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fingerprintRow, error) {
 	var out []fingerprintRow
 	for _, p := range probes {
-		var kind sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, p.Relation).Scan(&kind); err != nil && err != sql.ErrNoRows {
-			return nil, err
-		}
-		if kind.Valid && kind.String != "r" && kind.String != "p" && kind.String != "m" {
-			out = append(out, fingerprintRow{source: p.Source, whole: true, opaque: true})
-			continue
-		}
 		rows, err := runProbe(ctx, tx, p)
 		if err != nil {
 			return nil, err
@@ -135,12 +127,7 @@ func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) string {
 	}
 	bySource := map[string][]fingerprintRow{}
 	for _, s := range sources {
-		switch {
-		case s.opaque:
-			// A view (or another relation without row identity): what
-			// changed in it cannot be known.
-			return compile.ReasonCannotPushPredicate
-		case s.whole:
+		if s.whole {
 			bySource[s.source] = append(bySource[s.source], s)
 		}
 	}
@@ -434,9 +421,6 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 	var whole []bool
 	var n, h []int64
 	for _, fr := range rows {
-		if fr.opaque {
-			continue
-		}
 		src, whole, val, n, h = append(src, fr.source), append(whole, fr.whole), append(val, fr.value), append(n, fr.n), append(h, fr.h)
 	}
 	// One statement, however many partitions: a 90-day window stores a

@@ -69,25 +69,28 @@ func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (strin
 	if f.NoPushdown {
 		return "the query's type for the partition column differs from the target's", nil
 	}
-	for _, t := range f.Query.Tables {
-		var kinds sql.NullString
-		rel := pq.QuoteIdentifier(t.Name)
+	rels := make([]string, len(f.Query.Tables))
+	for i, t := range f.Query.Tables {
+		rels[i] = pq.QuoteIdentifier(t.Name)
 		if t.Schema != "" {
-			rel = pq.QuoteIdentifier(t.Schema) + "." + rel
+			rels[i] = pq.QuoteIdentifier(t.Schema) + "." + rels[i]
 		}
-		// Every member of a partition tree or inheritance hierarchy must be
-		// a plain table: a view has no row identity to fingerprint, and a
-		// foreign table's (ctid, xmin) say nothing about remote changes.
-		err := tx.QueryRowContext(ctx, `WITH RECURSIVE tree(oid) AS (
-				SELECT to_regclass($1)::oid
-				UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid)
-			SELECT string_agg(DISTINCT c.relkind::text, '') FROM tree JOIN pg_class c ON c.oid = tree.oid`, rel).Scan(&kinds)
-		if err != nil {
-			return "", err
-		}
-		if strings.Trim(kinds.String, "rpm") != "" {
-			return fmt.Sprintf("source %s is (or has a member that is) a view or a foreign table, whose changes rwc cannot see", rel), nil
-		}
+	}
+	// Every member of a source's partition tree or inheritance hierarchy
+	// must be a plain table (or a materialised view): a view has no row
+	// identity to fingerprint, and a foreign table's (ctid, xmin) say
+	// nothing about remote changes. One query for all the sources.
+	var bad sql.NullString
+	err := tx.QueryRowContext(ctx, `WITH RECURSIVE tree(rel, oid) AS (
+			SELECT rel, to_regclass(rel)::oid FROM unnest($1::text[]) rel
+			UNION SELECT tree.rel, i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid)
+		SELECT min(tree.rel) FROM tree JOIN pg_class c ON c.oid = tree.oid WHERE c.relkind NOT IN ('r', 'p', 'm')`,
+		pq.Array(rels)).Scan(&bad)
+	if err != nil {
+		return "", err
+	}
+	if bad.Valid {
+		return fmt.Sprintf("source %s is (or has a member that is) a view or a foreign table, whose changes rwc cannot see", bad.String), nil
 	}
 	deps := f.Query.Dependencies()
 	switch {
@@ -103,8 +106,7 @@ func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (strin
 	for i, fn := range deps.Functions {
 		names[i] = fn.Name
 	}
-	var bad sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT string_agg(DISTINCT proname, ', ') FROM pg_proc WHERE proname = ANY($1) AND provolatile <> 'i'`,
+	err = tx.QueryRowContext(ctx, `SELECT string_agg(DISTINCT proname, ', ') FROM pg_proc WHERE proname = ANY($1) AND provolatile <> 'i'`,
 		pq.Array(names)).Scan(&bad)
 	if err != nil {
 		return "", err
