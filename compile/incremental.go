@@ -30,10 +30,7 @@ type Probe struct {
 	// Whole: the source does not expose the partition column, so it is
 	// fingerprinted as a whole (one row with a NULL partition value).
 	Whole bool
-	// Relation is the table as SQL names it (quoted), for the runner to
-	// check it is one whose rows have a ctid (not a view).
-	Relation string
-	SQL      string
+	SQL   string
 }
 
 // versionHash folds the row versions of a group into 64 bits: each
@@ -113,12 +110,12 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Probe{Source: name, Relation: quoteTable(t), SQL: fmt.Sprintf(
+			out = append(out, Probe{Source: name, SQL: fmt.Sprintf(
 				"SELECT (%s)::text, count(*), %s FROM %s WHERE %s GROUP BY %[1]s",
 				col, versionHash, from, cond)})
 			continue
 		}
-		out = append(out, Probe{Source: name, Whole: true, Relation: quoteTable(t), SQL: fmt.Sprintf(
+		out = append(out, Probe{Source: name, Whole: true, SQL: fmt.Sprintf(
 			"SELECT NULL::text, count(*), %s FROM %s", versionHash, from)})
 	}
 	return out, nil

@@ -338,6 +338,13 @@ type eqSeq struct {
 	// left it (it deleted a DML row and inserted nothing): then there is
 	// nothing external left to see, and an incremental refresh is right.
 	maybeDirty map[int]bool
+	// rewrote: the last window or full refresh rewrote the whole window, so
+	// rwc stored the rows it inserted rather than per-day fingerprints;
+	// dmlDays: the days of target DML since it. DML on a day of that window
+	// which has left the window since may read as external (rwc counts the
+	// rewrite's rows as a whole: see run's rewrittenClean).
+	rewrote bool
+	dmlDays map[int]bool
 	// this step already changed the dimension, ran DML on the target
 	stepDim, stepDML bool
 	stepFirstID      int // the last id before this step's inserts
@@ -357,7 +364,7 @@ func (q *eqSeq) run() {
 	e.exec(`DROP TABLE IF EXISTS fact, fact2, dim, t, ref; DELETE FROM rwc.flows; DELETE FROM rwc.fingerprints; DELETE FROM rwc.events`)
 	q.shape = &eqShapes[q.rng.IntN(len(eqShapes))]
 	q.now = eqStart
-	q.touched, q.dirty, q.maybeDirty = map[int]bool{}, map[int]bool{}, map[int]bool{}
+	q.touched, q.dirty, q.maybeDirty, q.dmlDays = map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	q.win = q.randomWindow()
 	q.logf("shape %q, window %s, now day %d", q.shape.name, q.win.cel(), q.now)
 
@@ -539,6 +546,11 @@ func (q *eqSeq) refresh() {
 			maybe = append(maybe, d)
 		}
 	}
+	for d := range q.dmlDays {
+		if q.rewrote && q.stored.has(d) && !cur.has(d) {
+			maybe = append(maybe, d)
+		}
+	}
 	switch {
 	case !q.refreshed:
 		checkAction(q, res, compile.ActionCreate, compile.ReasonFirstRefresh)
@@ -578,6 +590,7 @@ func (q *eqSeq) refresh() {
 	}
 	q.compare("after the refresh")
 	q.refreshed, q.stored = true, cur
+	q.rewrote, q.dmlDays = res.Action != compile.ActionIncremental, map[int]bool{}
 	q.touched, q.dirty, q.maybeDirty, q.dimChanged, q.anyFact = map[int]bool{}, map[int]bool{}, map[int]bool{}, false, false
 }
 
@@ -772,6 +785,7 @@ func (q *eqSeq) targetDML() {
 		for _, d := range days {
 			if d >= 0 {
 				q.dirty[d] = true
+				q.dmlDays[d] = true
 			}
 		}
 	}
@@ -841,5 +855,6 @@ func (q *eqSeq) full() {
 	q.stats.fulls++
 	q.compare("after the full refresh")
 	q.refreshed, q.stored = true, cur
+	q.rewrote, q.dmlDays = true, map[int]bool{}
 	q.touched, q.dirty, q.maybeDirty, q.dimChanged, q.anyFact = map[int]bool{}, map[int]bool{}, map[int]bool{}, false, false
 }

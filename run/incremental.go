@@ -55,7 +55,7 @@ type fingerprintRow struct {
 	value  string
 	n, h   int64
 	// byWriter (target probes only): the rows inserted by the transaction
-	// that rewrote the window whole at the last refresh (see rewrite).
+	// that rewrote the window whole at the last refresh (see rewrittenKey).
 	byWriter int64
 }
 
