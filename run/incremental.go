@@ -64,13 +64,18 @@ type fingerprintRow struct {
 // "never fingerprinted". (No probe yields it: the target is never whole.)
 var takenKey = fpKey{source: "", whole: true, value: ""}
 
-// rewrittenKey marks a target whose window the last refresh rewrote whole:
-// instead of fingerprinting the rows it had just inserted (a scan of the
-// whole window on the refresh's critical path), it stored how many it
-// inserted (n) and the transaction that did (h). The next refresh checks
-// that every row in the window is that transaction's and none is missing
-// (rewrittenClean), and stores fingerprints proper from then on.
+// rewrittenKey marks a target that the last refresh rewrote, in whole or
+// in part: instead of fingerprinting the rows it had just inserted (a scan
+// on the refresh's critical path), it stored how many it inserted (n) and
+// the transaction that did (h); the partitions it rewrote are stored with
+// n = -1 (none: it rewrote the whole window). The next refresh checks that
+// every row in those partitions is that transaction's and none is missing
+// (rewrittenClean), and stores fingerprints for them.
 var rewrittenKey = fpKey{source: "", whole: true, value: "rewritten"}
+
+// rewrittenPartition is the stored n of a partition the last refresh
+// rewrote (see rewrittenKey).
+const rewrittenPartition = -1
 
 type fpKey struct {
 	source string
@@ -173,15 +178,24 @@ func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool 
 }
 
 // probeTarget fingerprints the target's window: its rows as they are now,
-// in this transaction. When the last refresh rewrote its window whole
-// (stored has rewrittenKey), the probe also covers that window, however
+// in this transaction. When the last refresh rewrote partitions of the
+// window the state records (prior), the probe also covers them, however
 // the window moved since, and counts that refresh's rows.
 func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64, prior *predicate.Predicate) ([]fingerprintRow, error) {
 	windows, writer := []*predicate.Predicate{window}, uint32(0)
 	if rw, ok := stored[rewrittenKey]; ok {
 		writer = uint32(rw[1])
-		if prior != nil && prior != window {
-			windows = append(windows, prior)
+		if prior != nil {
+			region := prior
+			if values := rewrittenValues(stored); values != nil {
+				var err error
+				if region, err = f.Narrow(prior, values); err != nil {
+					return nil, err
+				}
+			}
+			if region != window {
+				windows = append(windows, region)
+			}
 		}
 	}
 	tp, err := f.TargetProbe(windows, writer)
@@ -189,6 +203,19 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 		return nil, err
 	}
 	return runProbe(ctx, tx, tp)
+}
+
+// rewrittenValues lists the partitions the last refresh rewrote; nil: the
+// whole window (or none).
+func rewrittenValues(stored map[fpKey][2]int64) []string {
+	var out []string
+	for k, v := range stored {
+		if k.source == "" && !k.whole && v[0] == rewrittenPartition {
+			out = append(out, k.value)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // targetUnchanged probes the target's window and reports whether it is as
@@ -208,61 +235,82 @@ func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *p
 // those stored: no DML by anyone else since the last refresh.
 func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) bool {
 	if rw, ok := stored[rewrittenKey]; ok {
-		return rewrittenClean(inWindowOf(f, window), target, rw[0])
+		return rewrittenClean(inWindowOf(f, window), target, stored, rw[0])
 	}
 	return diffValues(target, stored, "", inWindowOf(f, window)) == nil
 }
 
-// rewrittenClean: every row in the window is the rewriting transaction's,
-// and all the rows it inserted are still there. Its rows are counted over
-// the window it rewrote as well as the window now (they differ once time
-// moves on), since they are not known per partition: a row of it deleted
-// from a day that has since left the window reads as external DML, which
-// costs a needless recompute, never a missed change.
-func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, inserted int64) bool {
+// rewrittenClean: in the partitions the last refresh rewrote, every row is
+// its transaction's, and all the rows it inserted are still there; the
+// others are as fingerprinted. The rewrite's rows are counted over the
+// partitions it rewrote, also those that have left the window since, as a
+// whole, not per partition: a row of it deleted from a day that has since
+// left the window reads as external DML, which costs a needless recompute,
+// never a missed change.
+func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, stored map[fpKey][2]int64, inserted int64) bool {
+	whole := rewrittenValues(stored) == nil
 	var mine int64
+	seen := map[string]bool{}
 	for _, t := range target {
 		mine += t.byWriter
-		if inWindow(t.value) && t.n != t.byWriter {
+		seen[t.value] = true
+		if !inWindow(t.value) {
+			continue
+		}
+		fp, ok := stored[fpKey{"", false, t.value}]
+		switch {
+		case whole || ok && fp[0] == rewrittenPartition:
+			if t.n != t.byWriter {
+				return false
+			}
+		case fp != [2]int64{t.n, t.h}:
 			return false
+		}
+	}
+	for k, fp := range stored {
+		if k.source == "" && !k.whole && fp[0] != rewrittenPartition && !seen[k.value] && inWindow(k.value) {
+			return false // a partition emptied
 		}
 	}
 	return mine == inserted
 }
 
-// targetAfter is the target's fingerprints after a write within written
-// (nil: nothing was written), given those taken before it (nil: none).
-// Only the partitions written are probed again: the others are as the
-// earlier probe found them, in this transaction's snapshot.
-func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, window, written *predicate.Predicate, before []fingerprintRow) ([]fingerprintRow, error) {
-	if before == nil {
-		return probeTarget(ctx, tx, f, window, nil, nil)
-	}
-	if written == nil {
-		return before, nil
-	}
-	fresh, err := probeTarget(ctx, tx, f, written, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range before {
-		if !rewrote(f, written, b.value) {
-			fresh = append(fresh, b)
-		}
-	}
-	return fresh, nil
-}
-
-// rewrittenMark is what a refresh that rewrote window whole stores for the
-// target: the rows it inserted and the transaction that inserted them. The
-// write runs in the top-level transaction (no savepoint is open then), so
-// its rows' xmin is the transaction's own id, modulo 2^32 as xmin is.
-func rewrittenMark(ctx context.Context, tx *sql.Tx, inserted int64) ([]fingerprintRow, error) {
+// targetAfter is what a refresh stores for the target after its write:
+// the rows it inserted and its transaction, the partitions it rewrote
+// (within written, values among them; nil: the whole window), and, for the
+// others, the fingerprints taken before the write (before), which it did
+// not change. Nothing is
+// probed again: what it wrote is recognised at the next refresh.
+func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64) ([]fingerprintRow, error) {
 	var writer int64
+	// The write runs in the top-level transaction (no savepoint is open
+	// then), so its rows' xmin is the transaction's own id, modulo 2^32
+	// as xmin is.
 	if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id()::text::numeric % 4294967296`).Scan(&writer); err != nil {
 		return nil, err
 	}
-	return []fingerprintRow{{source: rewrittenKey.source, whole: rewrittenKey.whole, value: rewrittenKey.value, n: inserted, h: writer}}, nil
+	out := []fingerprintRow{{source: rewrittenKey.source, whole: rewrittenKey.whole, value: rewrittenKey.value, n: inserted, h: writer}}
+	if written == nil {
+		return out, nil
+	}
+	// The partitions rewritten: those that changed, and any other the
+	// write's predicate covers (past maxIncrementalPartitions it is the
+	// range they span) that had rows before.
+	marked := map[string]bool{}
+	for _, v := range values {
+		marked[v] = true
+	}
+	for _, b := range before {
+		if rewrote(f, written, b.value) {
+			marked[b.value] = true
+		} else {
+			out = append(out, b)
+		}
+	}
+	for v := range marked {
+		out = append(out, fingerprintRow{value: v, n: rewrittenPartition})
+	}
+	return out, nil
 }
 
 // rewrote reports whether a write within written replaced the rows of a

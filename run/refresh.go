@@ -429,12 +429,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		sources = append(sources, later...)
 		var target []fingerprintRow
-		if targetBefore == nil && written == nil && req.Mode != Override {
-			// The window was rewritten whole: mark it so, rather than
-			// fingerprint what was just inserted (see rewrittenKey).
-			target, err = rewrittenMark(ctx, tx, res.RowsInserted)
-		} else {
-			target, err = targetAfter(ctx, tx, f, fpWindow, written, targetBefore)
+		switch {
+		case req.Mode == Override:
+			// Its range is not the window's: fingerprint the window again.
+			target, err = probeTarget(ctx, tx, f, fpWindow, nil, nil)
+		case stmts.Insert == "":
+			target = targetBefore // nothing changed, nothing written
+		default:
+			target, err = targetAfter(ctx, tx, f, written, res.Partitions, targetBefore, res.RowsInserted)
 		}
 		if err != nil {
 			return err
@@ -444,7 +446,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		windowRows = 0
 		for _, t := range target {
-			windowRows += t.n // a rewritten mark's n: the rows inserted
+			windowRows += max(t.n, 0) // a rewrite's mark counts the rows inserted
 		}
 	}
 	if req.Mode != Override {

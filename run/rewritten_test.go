@@ -1,21 +1,40 @@
 package run_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
-// A refresh that rewrites its window whole does not fingerprint the rows it
-// just inserted: it stores how many it inserted, and the next refresh finds
-// them by their inserting transaction. Whatever DML touched the window since
-// shows as external; what did not (time moving on, a freeze, DML outside
-// the window) leaves the next refresh incremental, and that one stores
-// fingerprints proper again.
-func TestRewrittenWindowCheckedByWriter(t *testing.T) {
+// A refresh does not fingerprint the rows it just inserted: it stores how
+// many it inserted and which partitions it rewrote (all of the window, or
+// those an incremental refresh recomputed), and the next refresh finds them
+// by their inserting transaction. Whatever DML touched the window since
+// shows as external; what did not (time moving on, a freeze, DML outside the
+// window) leaves the next refresh incremental, and that one stores
+// fingerprints for them.
+func TestRewrittenPartitionsCheckedByWriter(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	rewrites := []struct {
+		name string
+		// rewrite leaves the last refresh's mark: the rows inserted, the
+		// partitions marked rewritten and those fingerprinted.
+		rewrite               func(s *scenario)
+		rows, marked, printed int64
+	}{
+		{name: "window rewritten whole", rows: 6, rewrite: func(s *scenario) {
+			checkOutcome(s.t, s.refresh(), run.ActionCreate, run.FirstRefresh)
+		}},
+		{name: "one day rewritten", rows: 2, marked: 1, printed: 2, rewrite: func(s *scenario) {
+			s.refresh()
+			expectPartitions(s.t, s.refresh())
+			s.e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+			expectPartitions(s.t, s.refresh(), "2026-03-09")
+		}},
+	}
+	changes := []struct {
 		name     string
 		change   func(s *scenario)
 		external bool // the next refresh falls back with EXTERNAL_CHANGE_IN_REPLACE_WINDOW
@@ -25,46 +44,59 @@ func TestRewrittenWindowCheckedByWriter(t *testing.T) {
 		{name: "DML outside the window", change: func(s *scenario) {
 			s.dml(`INSERT INTO %s VALUES ('2026-03-01', 'dml', 1)`)
 		}},
-		{name: "a row inserted in the window", external: true, change: func(s *scenario) {
+		{name: "a row inserted on a rewritten day", external: true, change: func(s *scenario) {
 			s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
 		}},
-		{name: "a row of rwc's deleted", external: true, change: func(s *scenario) {
-			s.dml(`DELETE FROM %s WHERE d = '2026-03-10' AND k = 'a'`)
+		{name: "a rewritten row deleted", external: true, change: func(s *scenario) {
+			s.dml(`DELETE FROM %s WHERE d = '2026-03-09' AND k = 'a'`)
 		}},
-		{name: "a row of rwc's updated to the same values", external: true, change: func(s *scenario) {
-			s.dml(`UPDATE %s SET v = v WHERE d = '2026-03-08' AND k = 'b'`)
+		{name: "a row updated to the same values", external: true, change: func(s *scenario) {
+			s.dml(`UPDATE %s SET v = v WHERE d = '2026-03-10' AND k = 'b'`)
 		}},
-		{name: "a row deleted from the day that has left the window since", external: true, change: func(s *scenario) {
-			// The rewrite's rows are counted as a whole, not per day: this
-			// reads as external, a needless recompute (documented).
-			s.now = at(1)
-			s.dml(`DELETE FROM %s WHERE d = '2026-03-08' AND k = 'a'`)
+		{name: "a day emptied", external: true, change: func(s *scenario) {
+			s.dml(`DELETE FROM %s WHERE d = '2026-03-10'`)
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
-			s := newScenario(t, e, dailySpec)
-			checkOutcome(t, s.refresh(), run.ActionCreate, run.FirstRefresh)
-			marks := func() (rewritten string, partitions int64) {
-				return e.value(`SELECT coalesce((SELECT n || ' rows' FROM rwc.fingerprints WHERE flow = 't' AND source = '' AND whole AND value = 'rewritten'), 'none')`),
-					e.count(`SELECT count(*) FROM rwc.fingerprints WHERE flow = 't' AND source = '' AND NOT whole`)
-			}
-			if rw, parts := marks(); rw != "6 rows" || parts != 0 {
-				t.Fatalf("after the window was rewritten whole: mark %s and %d target partitions stored, want 6 rows and none", rw, parts)
-			}
-			tc.change(s)
-			res := s.refresh()
-			if tc.external {
-				checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
-				return
-			}
-			expectPartitions(t, res)
-			if rw, parts := marks(); rw != "none" || parts == 0 {
-				t.Fatalf("after an incremental refresh: mark %s and %d target partitions stored, want fingerprints", rw, parts)
-			}
-			expectPartitions(t, s.refresh())
-		})
 	}
+	for _, rw := range rewrites {
+		for _, tc := range changes {
+			t.Run(rw.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				e.seedDaily()
+				s := newScenario(t, e, dailySpec)
+				rw.rewrite(s)
+				marks := func() string {
+					return fmt.Sprintf("%s, %d marked, %d fingerprinted",
+						e.value(`SELECT coalesce((SELECT n || ' rows' FROM rwc.fingerprints WHERE flow = 't' AND source = '' AND whole AND value = 'rewritten'), 'none')`),
+						e.count(`SELECT count(*) FROM rwc.fingerprints WHERE flow = 't' AND source = '' AND NOT whole AND n = -1`),
+						e.count(`SELECT count(*) FROM rwc.fingerprints WHERE flow = 't' AND source = '' AND NOT whole AND n >= 0`))
+				}
+				if got, want := marks(), fmt.Sprintf("%d rows, %d marked, %d fingerprinted", rw.rows, rw.marked, rw.printed); got != want {
+					t.Fatalf("after the rewrite the target's state is %s, want %s", got, want)
+				}
+				tc.change(s)
+				res := s.refresh()
+				if tc.external {
+					checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
+					return
+				}
+				expectPartitions(t, res)
+				if got := marks(); got[:4] != "none" {
+					t.Fatalf("after an incremental refresh that wrote nothing the target's state is %s, want fingerprints only", got)
+				}
+				expectPartitions(t, s.refresh())
+			})
+		}
+	}
+
+	// A row of a whole rewrite deleted from a day that has left the window
+	// since: the rewrite's rows are counted as a whole, not per day, so
+	// this reads as external (documented: a needless recompute).
+	e := newEnv(t)
+	e.seedDaily()
+	s := newScenario(t, e, dailySpec)
+	s.refresh()
+	s.now = at(1)
+	s.dml(`DELETE FROM %s WHERE d = '2026-03-08' AND k = 'a'`)
+	checkOutcome(t, s.refresh(), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 }

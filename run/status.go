@@ -81,11 +81,13 @@ type Capture struct {
 	Fingerprinted bool `json:"fingerprinted"`
 	Sources       int  `json:"sources"`    // sources fingerprinted
 	Partitions    int  `json:"partitions"` // partition values of the target's window
-	// Rewritten: the last refresh rewrote the window whole and stored, for
-	// the target, the rows it inserted (recognised by their transaction)
-	// instead of per-partition fingerprints; -1 when it did not.
-	Rewritten int64 `json:"rewritten_rows"`
-	DeadRows  int64 `json:"dead_rows"` // left in the target since its last VACUUM
+	// Rewritten: the rows the last refresh inserted, which the next one
+	// recognises by their transaction instead of by fingerprints; -1 when
+	// it wrote none. RewrittenPartitions: the partitions it rewrote (among
+	// Partitions); 0 with Rewritten >= 0: the whole window.
+	Rewritten           int64 `json:"rewritten_rows"`
+	RewrittenPartitions int   `json:"rewritten_partitions"`
+	DeadRows            int64 `json:"dead_rows"` // left in the target since its last VACUUM
 }
 
 // Status is the deployed revision and every flow.
@@ -117,12 +119,13 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
 			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
 			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''), e.started_at,
-			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), coalesce(fp.rewritten, -1), f.dead_rows
+			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), coalesce(fp.rewritten, -1), coalesce(fp.rewritten_partitions, 0), f.dead_rows
 		FROM rwc.flows f
 		LEFT JOIN LATERAL (SELECT action, reasons, error, started_at FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
 		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole AND value = '') AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
 				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions,
-				max(n) FILTER (WHERE source = '' AND whole AND value = 'rewritten') AS rewritten
+				max(n) FILTER (WHERE source = '' AND whole AND value = 'rewritten') AS rewritten,
+				count(*) FILTER (WHERE source = '' AND NOT whole AND n = -1) AS rewritten_partitions
 			FROM rwc.fingerprints WHERE flow = f.flow) fp ON true
 		ORDER BY f.flow`)
 	if err != nil {
@@ -134,7 +137,7 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 		var last, actionAt sql.NullTime
 		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
 			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError, &actionAt,
-			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.Rewritten, &f.Capture.DeadRows); err != nil {
+			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.Rewritten, &f.Capture.RewrittenPartitions, &f.Capture.DeadRows); err != nil {
 			return s, err
 		}
 		if last.Valid {

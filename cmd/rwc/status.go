@@ -113,10 +113,14 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 		c := f.Capture
 		what := "no fingerprints: its next refresh recomputes the window"
 		switch {
-		case c.Fingerprinted && c.Rewritten >= 0:
+		case !c.Fingerprinted:
+		case c.Rewritten >= 0 && c.RewrittenPartitions == 0:
 			what = fmt.Sprintf("%s fingerprinted; the target's window was rewritten whole (%s, known by their transaction)",
 				diag.Plural(c.Sources, "source"), diag.Plural(int(c.Rewritten), "row"))
-		case c.Fingerprinted:
+		case c.Rewritten >= 0:
+			what = fmt.Sprintf("%s and %s of the target's window fingerprinted, %d of them rewritten (%s, known by their transaction)",
+				diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"), c.RewrittenPartitions, diag.Plural(int(c.Rewritten), "row"))
+		default:
 			what = fmt.Sprintf("%s and %s of the target's window fingerprinted", diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"))
 		}
 		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"))
