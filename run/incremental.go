@@ -161,7 +161,25 @@ func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][
 		}
 		out[k] = [2]int64{n, h}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	// An xmin is the low 32 bits of a transaction id: once 2^31 more ids
+	// were handed out, another transaction may carry the rewriting one's
+	// xmin, and its rows would pass for rwc's. The mark is dropped then,
+	// and the partitions it stood for read as changed: a needless
+	// recompute, never a missed change.
+	if rw, ok := out[rewrittenKey]; ok {
+		var next int64
+		if err := tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+			return nil, err
+		}
+		if next-rw[1] >= 1<<31 {
+			delete(out, rewrittenKey)
+		}
+	}
+	return out, nil
 }
 
 // inWindowOf reports whether a partition value (as PostgreSQL prints it)
@@ -284,9 +302,10 @@ func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, stored 
 func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64) ([]fingerprintRow, error) {
 	var writer int64
 	// The write runs in the top-level transaction (no savepoint is open
-	// then), so its rows' xmin is the transaction's own id, modulo 2^32
-	// as xmin is.
-	if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id()::text::numeric % 4294967296`).Scan(&writer); err != nil {
+	// then), so its rows' xmin is the transaction's own id, modulo 2^32 as
+	// xmin is; the full id is stored, to tell when that no longer
+	// identifies it (loadFingerprints).
+	if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&writer); err != nil {
 		return nil, err
 	}
 	out := []fingerprintRow{{source: rewrittenKey.source, whole: rewrittenKey.whole, value: rewrittenKey.value, n: inserted, h: writer}}

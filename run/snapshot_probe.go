@@ -21,11 +21,14 @@ const asideConnWait = 2 * time.Second
 // refresh writes only its target, and the target's probe starts first).
 // result waits for the rows; stop cancels a probe not waited for and waits
 // for it to end, so that none outlives its refresh. Without a second
-// connection within asideConnWait, result runs the probe on tx instead.
+// connection within asideConnWait, the probe runs on tx at once instead.
 func (r *Runner) aside(ctx context.Context, tx *sql.Tx, conns *spareConns, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (result func() ([]fingerprintRow, error), stop func(), err error) {
 	conn := conns.take(ctx)
 	if conn == nil {
-		return func() ([]fingerprintRow, error) { return probe(ctx, tx) }, func() {}, nil
+		// On the refresh's own connection the probe runs now, before the
+		// write: later it would see the refresh's own writes.
+		rows, err := probe(ctx, tx)
+		return func() ([]fingerprintRow, error) { return rows, err }, func() {}, nil
 	}
 	var snapshot string
 	if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {

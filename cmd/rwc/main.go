@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	_ "github.com/rwc-dev/rwc/internal/gcpolicy" // first, so it covers library initialisation
+	"github.com/rwc-dev/rwc/internal/gcpolicy"
 )
 
 // exitError carries an exit code without printing anything more.
@@ -48,6 +48,7 @@ rows in the window, atomically, and leaves everything else untouched.`,
 }
 
 func main() {
+	gcpolicy.Restore() // the libraries are initialised
 	os.Exit(execute(os.Args[1:]))
 }
 

@@ -10,9 +10,14 @@ import (
 )
 
 // The policy is read back in a child process, whose environment the test
-// controls: the package's init has run before any test can look.
+// controls: the package's init has run before any test can look. Collection
+// is off after init and back to the defaults after Restore, unless the
+// user set GOGC or GOMEMLIMIT.
 func TestPolicy(t *testing.T) {
 	if os.Getenv("GCPOLICY_CHILD") != "" {
+		if os.Getenv("GCPOLICY_CHILD") == "restore" {
+			Restore()
+		}
 		percent := debug.SetGCPercent(100)
 		limit := debug.SetMemoryLimit(-1)
 		fmt.Printf("%d %d\n", percent, limit)
@@ -23,11 +28,13 @@ func TestPolicy(t *testing.T) {
 		want string
 	}{
 		{nil, fmt.Sprintf("-1 %d", Limit)},
+		{[]string{"GCPOLICY_CHILD=restore"}, "100 9223372036854775807"},
 		{[]string{"GOGC=200"}, "200 9223372036854775807"},
+		{[]string{"GOGC=200", "GCPOLICY_CHILD=restore"}, "200 9223372036854775807"},
 		{[]string{"GOMEMLIMIT=1GiB"}, "100 1073741824"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPolicy$")
-		cmd.Env = append(clean(os.Environ()), append(c.env, "GCPOLICY_CHILD=1")...)
+		cmd.Env = append(clean(os.Environ()), append([]string{"GCPOLICY_CHILD=1"}, c.env...)...)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("%v: %v", c.env, err)
