@@ -328,6 +328,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			sources = append(sources, rows...)
 		}
 	}
+	// Every probe that runs aside has its connection by now: one not taken
+	// goes back to the pool rather than idle through the write.
+	spare.release()
 	// An override's writes are rwc's, so afterwards the target's fingerprint
 	// is stored again, lest the next refresh take them for external DML; but
 	// only when the target was clean before it: DML made since the last

@@ -137,9 +137,14 @@ func (sc *spareConns) take(ctx context.Context) *sql.Conn {
 
 // release gives back the connection opened in advance if no probe took
 // it, waiting for it (its opening is cancelled) when it is still coming.
+// It may be called again.
 func (sc *spareConns) release() {
+	if sc == nil {
+		return
+	}
 	sc.cancel()
 	if sc.ready {
+		sc.ready = false
 		if c := <-sc.ch; c != nil {
 			c.Close()
 		}
