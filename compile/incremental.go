@@ -121,7 +121,8 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 	return out, nil
 }
 
-// TargetProbe fingerprints the target within the union of windows, to
+// TargetProbe fingerprints the target within the union of windows (the
+// first: the window now), to
 // find DML that rwc did not make (EXTERNAL_CHANGE_IN_REPLACE_WINDOW). Its
 // fourth column counts each partition's rows inserted by transaction writer
 // (0: none asked): the rows of a window that a refresh rewrote whole are
@@ -140,9 +141,13 @@ func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32) (Probe
 	if writer != 0 {
 		byWriter = fmt.Sprintf("count(*) FILTER (WHERE s.xmin = '%d'::xid)", writer)
 	}
+	// The fifth column: whether the partition lies in the first window (the
+	// window now), as PostgreSQL decides it, for rows probed because they
+	// lie in another. The predicate reads the partition column only (see
+	// Incremental), which the query groups by.
 	return Probe{SQL: fmt.Sprintf(
-		"SELECT (%s)::text, count(*), %s, %s FROM %s AS s WHERE %s GROUP BY %[1]s",
-		col, versionHash, byWriter, f.Target(), strings.Join(conds, " OR "))}, nil
+		"SELECT (%s)::text, count(*), %s, %s, coalesce(%s, false) FROM %s AS s WHERE %s GROUP BY %[1]s",
+		col, versionHash, byWriter, conds[0], f.Target(), strings.Join(conds, " OR "))}, nil
 }
 
 // Narrow is the window restricted to the given partition values (as

@@ -54,9 +54,11 @@ type fingerprintRow struct {
 	whole  bool
 	value  string
 	n, h   int64
-	// byWriter (target probes only): the rows inserted by the transaction
-	// that rewrote the window whole at the last refresh (see rewrittenKey).
+	// byWriter and inWindow (target probes only): the rows inserted by the
+	// transaction of the last refresh's rewrite (see rewrittenKey), and
+	// whether the partition lies in the window now, as PostgreSQL decides.
 	byWriter int64
+	inWindow bool
 }
 
 // takenKey marks, in rwc.fingerprints, that a refresh stored the flow's
@@ -95,7 +97,7 @@ func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRo
 		var v sql.NullString
 		dest := []any{&v, &fr.n, &fr.h}
 		if p.Source == "" {
-			dest = append(dest, &fr.byWriter)
+			dest = append(dest, &fr.byWriter, &fr.inWindow)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -272,7 +274,7 @@ func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, stored 
 	for _, t := range target {
 		mine += t.byWriter
 		seen[t.value] = true
-		if !inWindow(t.value) {
+		if !t.inWindow {
 			continue
 		}
 		fp, ok := stored[fpKey{"", false, t.value}]
@@ -360,7 +362,7 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 	if !targetClean(f, window, target, stored) {
 		return nil, nil, compile.ReasonExternalChange, nil, nil
 	}
-	target = inWindowOnly(f, window, target)
+	target = inWindowOnly(target)
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
@@ -401,11 +403,10 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 // inWindowOnly drops the rows a probe took outside window (of the window
 // the last refresh rewrote, once time moved on): they are not this
 // refresh's to store.
-func inWindowOnly(f *compile.Flow, window *predicate.Predicate, rows []fingerprintRow) []fingerprintRow {
-	inWindow := inWindowOf(f, window)
+func inWindowOnly(rows []fingerprintRow) []fingerprintRow {
 	out := rows[:0:0]
 	for _, r := range rows {
-		if inWindow(r.value) {
+		if r.inWindow {
 			out = append(out, r)
 		}
 	}
