@@ -238,18 +238,77 @@ func rewrittenValues(stored map[fpKey][2]int64) []string {
 	return out
 }
 
-// targetUnchanged probes the target's window and reports whether it is as
-// the last refresh that stored fingerprints left it.
-func targetUnchanged(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64) (bool, error) {
-	if _, ok := stored[takenKey]; !ok {
-		return false, nil
+// targetDirt lists the partition values of window that DML by anyone else
+// changed since the last refresh, from the target's probe over window (with
+// the stored rewrite's partitions, see probeTarget). When rows of the last
+// refresh's rewrite are missing, which partition lost them is not known:
+// every partition it rewrote counts as changed, and when that was the whole
+// window (whose partitions are not listed), unknown is true.
+func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) (dirty []string, unknown bool) {
+	inWindow := inWindowOf(f, window)
+	rw, rewritten := stored[rewrittenKey]
+	whole := rewritten && rewrittenValues(stored) == nil
+	covered := func(v string) bool {
+		fp, ok := stored[fpKey{"", false, v}]
+		return whole || rewritten && ok && fp[0] == rewrittenPartition
 	}
-	target, err := probeTarget(ctx, tx, f, window, stored, window)
-	if err != nil {
-		return false, err
+	var mine int64
+	seen := map[string]bool{}
+	for _, t := range target {
+		mine += t.byWriter
+		seen[t.value] = true
+		switch {
+		case !t.inWindow:
+		case covered(t.value) && t.n != t.byWriter,
+			!covered(t.value) && stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
+			dirty = append(dirty, t.value)
+		}
 	}
-	return targetClean(f, window, target, stored), nil
+	lost := rewritten && mine != rw[0]
+	for k := range stored {
+		if k.source != "" || k.whole || seen[k.value] || !inWindow(k.value) {
+			continue
+		}
+		if covered(k.value) && lost || !covered(k.value) {
+			dirty = append(dirty, k.value) // emptied, or may have lost rows
+		}
+	}
+	if lost {
+		for _, t := range target {
+			if t.inWindow && covered(t.value) {
+				dirty = append(dirty, t.value)
+			}
+		}
+	}
+	return dirty, lost && whole
 }
+
+// keepDirt is what an override stores for the target: its fingerprints
+// after the write (target), except for the partitions that DML changed
+// before it (dirty) and that it did not recompute (outside where), which
+// are stored as changed (changedPartition), to show at the next refresh.
+func keepDirt(f *compile.Flow, where *predicate.Predicate, target []fingerprintRow, dirty []string) []fingerprintRow {
+	keep := map[string]bool{}
+	for _, v := range dirty {
+		if !rewrote(f, where, v) {
+			keep[v] = true
+		}
+	}
+	out := target[:0:0]
+	for _, t := range target {
+		if !keep[t.value] {
+			out = append(out, t)
+		}
+	}
+	for v := range keep {
+		out = append(out, fingerprintRow{value: v, n: changedPartition})
+	}
+	return out
+}
+
+// changedPartition is the stored n of a partition known to differ from
+// what rwc left: it matches no probe.
+const changedPartition = -2
 
 // targetClean reports whether the target's fingerprints over window are
 // those stored: no DML by anyone else since the last refresh.

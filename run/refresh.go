@@ -332,12 +332,15 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// goes back to the pool rather than idle through the write.
 	spare.release()
 	// An override's writes are rwc's, so afterwards the target's fingerprint
-	// is stored again, lest the next refresh take them for external DML; but
-	// only when the target was clean before it: DML made since the last
-	// refresh must still show then. Both over the window the state records
-	// (the last refresh's), which is what the next refresh compares within:
-	// the spec's window now may be narrower (changed since, or moved on).
+	// is stored again, lest the next refresh take them for external DML;
+	// partitions that DML changed since the last refresh, and that the
+	// override did not recompute, stay marked as changed, so that the DML
+	// still shows then (wherever it is in the window then). Both over the
+	// window the state records (the last refresh's), which is what the next
+	// refresh compares within: the spec's window now may be narrower
+	// (changed since, or moved on).
 	storeTarget, fpWindow := true, window
+	var dirtyBefore []string
 	if fingerprinted && req.Mode == Override {
 		storeTarget = false
 		if prior, ok := f.StoredWindow(st.FlowState); ok {
@@ -346,10 +349,17 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 				if err != nil {
 					return err
 				}
-				if storeTarget, err = targetUnchanged(ctx, tx, f, prior, stored); err != nil {
-					return err
+				if _, ok := stored[takenKey]; ok {
+					before, err := probeTarget(ctx, tx, f, prior, stored, prior)
+					if err != nil {
+						return err
+					}
+					// unknown: the last refresh's rewrite lost rows, and
+					// where is not known; its mark stays, and shows them.
+					var unknown bool
+					dirtyBefore, unknown = targetDirt(f, prior, before, stored)
+					storeTarget, fpWindow = !unknown, prior
 				}
-				fpWindow = prior
 			}
 		}
 	}
@@ -434,8 +444,10 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		var target []fingerprintRow
 		switch {
 		case req.Mode == Override:
-			// Its range is not the window's: fingerprint the window again.
+			// Its range is not the window's: fingerprint the window again,
+			// but for the partitions changed by DML that it left alone.
 			target, err = probeTarget(ctx, tx, f, fpWindow, nil, nil)
+			target = keepDirt(f, resolved, target, dirtyBefore)
 		case stmts.Insert == "":
 			target = targetBefore // nothing changed, nothing written
 		default:

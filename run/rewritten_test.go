@@ -115,3 +115,58 @@ func TestRewrittenMarkExpires(t *testing.T) {
 	checkOutcome(t, s.refresh(), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	expectPartitions(t, s.refresh())
 }
+
+// An override stores the target's fingerprints again, except for the
+// partitions that DML changed before it and that it did not recompute:
+// those stay marked as changed, per partition. So the DML shows at the next
+// refresh while it is in the window, and is no reason once it has left it;
+// a day emptied by DML shows too. Before the fingerprints were kept per
+// partition, an override after DML stored nothing, and the next refresh
+// took the override's own rows for external DML, wherever the DML was.
+// After a rewrite of the whole window, whose rows are counted as a whole,
+// DML that removed some of them cannot be placed: then the override stores
+// nothing, as before, and the next refresh reports it (documented).
+func TestOverrideKeepsExternalChangePerPartition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, dml string
+		later     bool // the next refresh is a day later: 03-08 has left the window
+		// external: the next refresh reports EXTERNAL_CHANGE_IN_REPLACE_WINDOW
+		// after fingerprints, after a rewrite of the whole window
+		external, externalAfterRewrite bool
+	}{
+		{name: "DML on another day", dml: `UPDATE %s SET v = -v WHERE d = '2026-03-08' AND k = 'a'`, external: true, externalAfterRewrite: true},
+		{name: "a day emptied", dml: `DELETE FROM %s WHERE d = '2026-03-08'`, external: true, externalAfterRewrite: true},
+		{name: "a row inserted on a day that has left the window", dml: `INSERT INTO %s VALUES ('2026-03-08', 'dml', 1)`, later: true},
+		{name: "DML on a day that has left the window", dml: `UPDATE %s SET v = -v WHERE d = '2026-03-08' AND k = 'a'`, later: true, externalAfterRewrite: true},
+		{name: "DML on the day recomputed", dml: `UPDATE %s SET v = -v WHERE d = '2026-03-10' AND k = 'a'`, externalAfterRewrite: true},
+	} {
+		for _, rewrite := range []bool{false, true} {
+			name := tc.name + ", after fingerprints"
+			if rewrite {
+				name = tc.name + ", after a rewrite"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				e.seedDaily()
+				s := newScenario(t, e, dailySpec)
+				s.refresh() // the window rewritten whole: a mark
+				if !rewrite {
+					expectPartitions(t, s.refresh()) // fingerprints
+				}
+				s.dml(tc.dml)
+				checkOutcome(t, s.run(run.Override, `d == date('2026-03-10')`), run.ActionBackfill, run.Backfill)
+				if tc.later {
+					s.now = at(1)
+				}
+				res := s.refresh()
+				if tc.external && !rewrite || tc.externalAfterRewrite && rewrite {
+					checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
+					return
+				}
+				expectPartitions(t, res)
+			})
+		}
+	}
+}
