@@ -90,6 +90,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 				}
 				dir = saved.SpecDir
 			}
+			defer g.dialEarly(cmd.Context())()
 			p, err := loadClean(cmd, dir)
 			if err != nil {
 				return err

@@ -16,25 +16,79 @@ import (
 // else the local PostgreSQL under .rwc/, started on first use (and said so
 // on stderr). The state schema is created or upgraded.
 func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
-	dsn, err := g.resolveDSN(ctx, true)
-	if err != nil {
+	var d *dial
+	if g.early != nil {
+		d, g.early = g.early, nil
+	} else {
+		dsn, err := g.resolveDSN(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		d = startDial(ctx, dsn)
+	}
+	<-d.done
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := run.Migrate(ctx, d.db); err != nil {
+		d.db.Close()
 		return nil, err
 	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
+	return d.db, nil
+}
+
+// dial is a connection being opened and checked (not yet the state).
+type dial struct {
+	done chan struct{}
+	db   *sql.DB
+	err  error
+}
+
+func startDial(ctx context.Context, dsn string) *dial {
+	d := &dial{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		db, err := sql.Open("postgres", dsn)
+		if err != nil {
+			d.err = fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
+			return
+		}
+		pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := db.PingContext(pingCtx); err != nil {
+			db.Close()
+			d.err = fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
+			return
+		}
+		d.db = db
+	}()
+	return d
+}
+
+// dialEarly starts connecting while the specs load, when the database is
+// named (--dsn or $RWC_DATABASE_URL): a session takes a few milliseconds to
+// open. Only the connection: the state schema waits for connect, so specs
+// with errors still change nothing. (The local PostgreSQL is not started
+// early either.) The returned func closes a connection connect did not
+// take.
+func (g *globals) dialEarly(ctx context.Context) func() {
+	dsn := g.dsn
+	if dsn == "" {
+		dsn = os.Getenv("RWC_DATABASE_URL")
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
+	if dsn == "" {
+		return func() {}
 	}
-	if err := run.Migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+	g.early = startDial(ctx, dsn)
+	return func() {
+		if d := g.early; d != nil {
+			g.early = nil
+			<-d.done
+			if d.db != nil {
+				d.db.Close()
+			}
+		}
 	}
-	return db, nil
 }
 
 func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {

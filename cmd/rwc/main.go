@@ -18,8 +18,9 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 type globals struct {
-	dsn string
-	dir string
+	dsn   string
+	dir   string
+	early *dial // a connection opened while the specs load (dialEarly)
 }
 
 func newRoot() *cobra.Command {

@@ -32,6 +32,9 @@ properties: {reset_allowed: false}.
 			if full && where != "" {
 				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
 			}
+			if !explain {
+				defer g.dialEarly(cmd.Context())()
+			}
 			p, err := loadClean(cmd, specs)
 			if err != nil {
 				return err
