@@ -193,8 +193,7 @@ func TestConcurrentMigrate(t *testing.T) {
 // changes nothing; once the lock is free it runs.
 func TestLockTimeout(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
 	e.exec(`UPDATE ev SET v = v + 1000`)
@@ -289,8 +288,7 @@ tables:
 // recomputes around it: the user's apply does not fail for it.
 func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
 	// The source changes on 03-09, so the next refresh rewrites that day.
@@ -336,27 +334,6 @@ func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
 	}
 	logMu.Unlock()
 	pgtest.SameRows(t, "target", e.rows(`SELECT * FROM t`), e.rows(`SELECT * FROM ev WHERE d >= '2026-03-08'`))
-
-	// A changed dimension forces the whole window; the target's probe,
-	// which only picks the reason then, still runs before the write: after
-	// it, it would see rwc's own rows and report them as external DML.
-	e.exec(`CREATE TABLE names (k text, name text); INSERT INTO names VALUES ('a', 'A'), ('b', 'B')`)
-	dim := flow(t, map[string]string{"p.yaml": strings.Replace(dimensionSpec, "  t:", "  t2:", 1)}, "t2")
-	for i, want := range []string{run.FirstRefresh, compile.ReasonCannotPushPredicate, compile.ReasonExternalChange} {
-		switch i {
-		case 1:
-			e.exec(`UPDATE names SET name = 'A2' WHERE k = 'a'`)
-		case 2:
-			e.exec(`UPDATE names SET name = 'A3' WHERE k = 'a'; DELETE FROM t2 WHERE d = '2026-03-10' AND k = 'b'`)
-		}
-		res := r.Refresh(ctx, reqWindow(dim))
-		if res.Err != nil {
-			t.Fatalf("dimension refresh %d on one connection: %v", i+1, res.Err)
-		}
-		if fmt.Sprint(res.Reasons) != fmt.Sprint([]string{want}) {
-			t.Errorf("dimension refresh %d on one connection: reasons %v, want [%s]", i+1, res.Reasons, want)
-		}
-	}
 }
 
 type writerFunc func([]byte) (int, error)
@@ -367,8 +344,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // pool of one, a role limited to one connection) probes on its own.
 func TestRefreshWithOneConnection(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	db, err := sql.Open("postgres", e.dsn)
 	if err != nil {
 		t.Fatal(err)

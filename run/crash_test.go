@@ -43,8 +43,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 	}{{"first refresh", true}, {"later refresh", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			e.exec(`CREATE FUNCTION slow(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN x; END $$;
 				INSERT INTO ev SELECT DATE '2026-03-05', 'bulk' || i, i FROM generate_series(1, 1000) i`)
 			fast := writeSpecs(t, map[string]string{"p.yaml": crashSpec(false)})

@@ -338,13 +338,12 @@ type eqSeq struct {
 	// left it (it deleted a DML row and inserted nothing): then there is
 	// nothing external left to see, and an incremental refresh is right.
 	maybeDirty map[int]bool
-	// rewrote: the days the last window or full refresh rewrote (all of
-	// its window: rewroteWhole), for which rwc stored the rows it inserted
-	// rather than per-day fingerprints; dmlDays: the days of target DML
-	// since. DML on such a day that has left the window since may read as
-	// external (rwc counts the rewrite's rows as a whole: see run's
-	// rewrittenClean).
-	rewrote      map[int]bool
+	// rewroteWhole: the last window or full refresh rewrote the whole
+	// window, for which rwc stored the rows it inserted rather than per-day
+	// fingerprints; dmlDays: the days of target DML since. DML on a day of
+	// that window which has left the window since may read as external
+	// (rwc counts the rewrite's rows as a whole and cannot place a missing
+	// one: see run's targetDirt).
 	rewroteWhole bool
 	dmlDays      map[int]bool
 	// this step already changed the dimension, ran DML on the target
@@ -549,7 +548,7 @@ func (q *eqSeq) refresh() {
 		}
 	}
 	for d := range q.dmlDays {
-		if (q.rewroteWhole && q.stored.has(d) || q.rewrote[d]) && !cur.has(d) {
+		if q.rewroteWhole && q.stored.has(d) && !cur.has(d) {
 			maybe = append(maybe, d)
 		}
 	}
@@ -592,10 +591,7 @@ func (q *eqSeq) refresh() {
 	}
 	q.compare("after the refresh")
 	q.refreshed, q.stored = true, cur
-	q.rewroteWhole, q.rewrote, q.dmlDays = res.Action != compile.ActionIncremental, map[int]bool{}, map[int]bool{}
-	for _, p := range res.Partitions {
-		q.rewrote[int(mustDate(q, p).Sub(eqDay0).Hours()/24)] = true
-	}
+	q.rewroteWhole, q.dmlDays = res.Action != compile.ActionIncremental, map[int]bool{}
 	q.touched, q.dirty, q.maybeDirty, q.dimChanged, q.anyFact = map[int]bool{}, map[int]bool{}, map[int]bool{}, false, false
 }
 
@@ -860,6 +856,6 @@ func (q *eqSeq) full() {
 	q.stats.fulls++
 	q.compare("after the full refresh")
 	q.refreshed, q.stored = true, cur
-	q.rewroteWhole, q.rewrote, q.dmlDays = true, map[int]bool{}, map[int]bool{}
+	q.rewroteWhole, q.dmlDays = true, map[int]bool{}
 	q.touched, q.dirty, q.maybeDirty, q.dimChanged, q.anyFact = map[int]bool{}, map[int]bool{}, map[int]bool{}, false, false
 }

@@ -74,8 +74,7 @@ func lineCol(t testing.TB, text, line, marker string) (int, int) {
 // fail.
 func TestBadInputAtRunTime(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	e.exec(`CREATE TABLE visit AS SELECT d AS visit_date, k, v FROM ev`)
 	p := project(t, map[string]string{"p.yaml": badInputSpec})
 	ctx := context.Background()

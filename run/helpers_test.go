@@ -156,6 +156,14 @@ tables:
       SELECT d, k, v FROM ev
 `
 
+// newDailyEnv is a test's database with ev seeded (seedDaily).
+func newDailyEnv(t testing.TB) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.seedDaily()
+	return e
+}
+
 // seedDaily creates ev with two rows (k a and b) a day from 2026-03-01 to
 // 2026-03-10, v = day of month (a) and 10 × day (b).
 func (e *env) seedDaily() {

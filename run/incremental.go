@@ -72,7 +72,7 @@ var takenKey = fpKey{source: "", whole: true, value: ""}
 // the transaction that did (h); the partitions it rewrote are stored with
 // n = -1 (none: it rewrote the whole window). The next refresh checks that
 // every row in those partitions is that transaction's and none is missing
-// (rewrittenClean), and stores fingerprints for them.
+// (targetDirt), and stores fingerprints for them.
 var rewrittenKey = fpKey{source: "", whole: true, value: "rewritten"}
 
 // rewrittenPartition is the stored n of a partition the last refresh
@@ -240,10 +240,14 @@ func rewrittenValues(stored map[fpKey][2]int64) []string {
 
 // targetDirt lists the partition values of window that DML by anyone else
 // changed since the last refresh, from the target's probe over window (with
-// the stored rewrite's partitions, see probeTarget). When rows of the last
-// refresh's rewrite are missing, which partition lost them is not known:
-// every partition it rewrote counts as changed, and when that was the whole
-// window (whose partitions are not listed), unknown is true.
+// the stored rewrite's partitions, see probeTarget): a partition the last
+// refresh rewrote must hold only its transaction's rows, any other its
+// stored fingerprint. The rewrite's rows are counted as a whole, not per
+// partition: when some are missing, which partition lost them is not
+// known, so every partition it rewrote that lies in window counts as
+// changed; when it rewrote the whole window (whose partitions are not
+// listed), unknown is true. Either way a needless recompute, never a missed
+// change.
 func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) (dirty []string, unknown bool) {
 	inWindow := inWindowOf(f, window)
 	rw, rewritten := stored[rewrittenKey]
@@ -310,56 +314,19 @@ func keepDirt(f *compile.Flow, where *predicate.Predicate, target []fingerprintR
 // what rwc left: it matches no probe.
 const changedPartition = -2
 
-// targetClean reports whether the target's fingerprints over window are
-// those stored: no DML by anyone else since the last refresh.
+// targetClean reports whether the target over window is as the last
+// refresh left it: no DML by anyone else since (targetDirt).
 func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) bool {
-	if rw, ok := stored[rewrittenKey]; ok {
-		return rewrittenClean(inWindowOf(f, window), target, stored, rw[0])
-	}
-	return diffValues(target, stored, "", inWindowOf(f, window)) == nil
-}
-
-// rewrittenClean: in the partitions the last refresh rewrote, every row is
-// its transaction's, and all the rows it inserted are still there; the
-// others are as fingerprinted. The rewrite's rows are counted over the
-// partitions it rewrote, also those that have left the window since, as a
-// whole, not per partition: a row of it deleted from a day that has since
-// left the window reads as external DML, which costs a needless recompute,
-// never a missed change.
-func rewrittenClean(inWindow func(string) bool, target []fingerprintRow, stored map[fpKey][2]int64, inserted int64) bool {
-	whole := rewrittenValues(stored) == nil
-	var mine int64
-	seen := map[string]bool{}
-	for _, t := range target {
-		mine += t.byWriter
-		seen[t.value] = true
-		if !t.inWindow {
-			continue
-		}
-		fp, ok := stored[fpKey{"", false, t.value}]
-		switch {
-		case whole || ok && fp[0] == rewrittenPartition:
-			if t.n != t.byWriter {
-				return false
-			}
-		case fp != [2]int64{t.n, t.h}:
-			return false
-		}
-	}
-	for k, fp := range stored {
-		if k.source == "" && !k.whole && fp[0] != rewrittenPartition && !seen[k.value] && inWindow(k.value) {
-			return false // a partition emptied
-		}
-	}
-	return mine == inserted
+	dirty, unknown := targetDirt(f, window, target, stored)
+	return len(dirty) == 0 && !unknown
 }
 
 // targetAfter is what a refresh stores for the target after its write:
 // the rows it inserted and its transaction, the partitions it rewrote
 // (within written, values among them; nil: the whole window), and, for the
 // others, the fingerprints taken before the write (before), which it did
-// not change. Nothing is
-// probed again: what it wrote is recognised at the next refresh.
+// not change. Nothing is probed again: what it wrote is recognised at the
+// next refresh.
 func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64) ([]fingerprintRow, error) {
 	var writer int64
 	// The write runs in the top-level transaction (no savepoint is open
@@ -412,9 +379,8 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 // target's fingerprints when it took them.
 func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
 	// The caller asked wholeReason first: fingerprints are stored, and no
-	// source fingerprinted whole forces the window.
-	// Rows rwc did not write, inside the window: the target no longer is
-	// what the last refresh left.
+	// source fingerprinted whole forces the window. Rows rwc did not write,
+	// inside the window: the target no longer is what the last refresh left.
 	if target, err = targetNow(); err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -459,9 +425,9 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 	return narrowed, values, "", target, nil
 }
 
-// inWindowOnly drops the rows a probe took outside window (of the window
-// the last refresh rewrote, once time moved on): they are not this
-// refresh's to store.
+// inWindowOnly drops the rows a target probe took outside the window now
+// (in partitions the last refresh rewrote, which time or a narrower
+// predicate have since left): they are not this refresh's to store.
 func inWindowOnly(rows []fingerprintRow) []fingerprintRow {
 	out := rows[:0:0]
 	for _, r := range rows {

@@ -320,8 +320,7 @@ func TestEachReasonCode(t *testing.T) {
 		delete(uncovered, tc.reason)
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			e.exec(`CREATE TABLE names (k text PRIMARY KEY, name text); INSERT INTO names VALUES ('a', 'A'), ('b', 'B')`)
 			spec := tc.spec
 			if spec == "" {
@@ -453,8 +452,7 @@ func TestIncrementalSeesEveryChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			e.exec(`CREATE TABLE evp (d date, k text, v integer) PARTITION BY RANGE (d);
 				CREATE TABLE evp_old PARTITION OF evp FOR VALUES FROM ('2026-01-01') TO ('2026-03-08');
 				CREATE TABLE evp_w1 PARTITION OF evp FOR VALUES FROM ('2026-03-08') TO ('2026-03-10');
@@ -568,8 +566,7 @@ tables:
 // to excuse writes nobody asked rwc to make.
 func TestOverrideDoesNotHideExternalChange(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	s := newScenario(t, e, dailySpec)
 	s.refresh()
 	s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
@@ -595,8 +592,7 @@ func TestOverrideDoesNotHideExternalChange(t *testing.T) {
 // PRIOR_REPLACE_WHERE_PREDICATE_MISSING.
 func TestEmptyWindowStaysIncremental(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	s := newScenario(t, e, strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date('2026-04-01')", 1))
 	checkOutcome(t, s.refresh(), run.ActionCreate, run.FirstRefresh)
 	expectPartitions(t, s.refresh())
@@ -653,8 +649,7 @@ func TestRepeatedRefreshesKeepTargetSize(t *testing.T) {
 // finds nothing external.
 func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	wide := strings.Replace(dailySpec, "-2)", "-3)", 1)
 	s := newScenario(t, e, wide)
 	s.refresh()
@@ -681,8 +676,7 @@ func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 // fingerprint is kept: the refresh after finds nothing external.
 func TestIncrementalKeepsUnparsedPartitions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	e.exec(`INSERT INTO ev VALUES ('infinity', 'a', 1)`)
 	s := newScenario(t, e, dailySpec)
 	s.refresh()

@@ -296,6 +296,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// takes them while this one writes.
 	var sources []fingerprintRow
 	sourcesLater := func() ([]fingerprintRow, error) { return nil, nil }
+	forced := "" // why the whole sources force the whole window (wholeReason)
 	if fingerprinted && req.Mode != Override {
 		probes, err := f.Probes(window)
 		if err != nil {
@@ -312,7 +313,10 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		if sources, err = probeSources(ctx, tx, whole); err != nil {
 			return queryError(f, err)
 		}
-		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || wholeReason(sources, stored) != "") {
+		if dec.Action == compile.ActionIncremental {
+			forced = wholeReason(sources, stored)
+		}
+		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || forced != "") {
 			var stop func()
 			if sourcesLater, stop, err = r.aside(ctx, tx, spare, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeSources(ctx, tx, parted)
@@ -342,40 +346,21 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	storeTarget, fpWindow := true, window
 	var dirtyBefore []string
 	if fingerprinted && req.Mode == Override {
-		storeTarget = false
-		if prior, ok := f.StoredWindow(st.FlowState); ok {
-			if in, err := prior.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err == nil && !in {
-				stored, err := loadFingerprints(ctx, tx, f.Name())
-				if err != nil {
-					return err
-				}
-				if _, ok := stored[takenKey]; ok {
-					before, err := probeTarget(ctx, tx, f, prior, stored, prior)
-					if err != nil {
-						return err
-					}
-					// unknown: the last refresh's rewrite lost rows, and
-					// where is not known; its mark stays, and shows them.
-					var unknown bool
-					dirtyBefore, unknown = targetDirt(f, prior, before, stored)
-					storeTarget, fpWindow = !unknown, prior
-				}
-			}
+		if storeTarget, fpWindow, dirtyBefore, err = overrideBaseline(ctx, tx, f, st.FlowState); err != nil {
+			return err
 		}
 	}
 	// What the target's fingerprints were before the write, and where the
-	// write may change them; nil, nil: probe the whole window afterwards.
+	// write may change them (nil: the whole window).
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
 	// reasonLater: the whole window is recomputed whatever the target's
 	// probe finds, so the write does not wait for it; only the reason
 	// recorded does (external DML is the one to report).
 	reasonLater := false
-	if dec.Action == compile.ActionIncremental {
-		if reason := wholeReason(sources, stored); reason != "" {
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
-			_, reasonLater = stored[takenKey]
-		}
+	if dec.Action == compile.ActionIncremental && forced != "" {
+		dec.Action, dec.Reasons = ActionRecomputeWindow, []string{forced}
+		_, reasonLater = stored[takenKey]
 	}
 	if dec.Action == compile.ActionIncremental {
 		narrowed, values, reason, target, err := changedPartitions(f, window, sources, stored, targetNow)
@@ -446,8 +431,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		case req.Mode == Override:
 			// Its range is not the window's: fingerprint the window again,
 			// but for the partitions changed by DML that it left alone.
-			target, err = probeTarget(ctx, tx, f, fpWindow, nil, nil)
-			target = keepDirt(f, resolved, target, dirtyBefore)
+			if target, err = probeTarget(ctx, tx, f, fpWindow, nil, nil); err == nil {
+				target = keepDirt(f, resolved, target, dirtyBefore)
+			}
 		case stmts.Insert == "":
 			target = targetBefore // nothing changed, nothing written
 		default:
@@ -644,6 +630,35 @@ const maxAttempts = 3
 func isSerializationFailure(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// overrideBaseline is what an override compares the target with: the
+// window the state records (prior), and the partitions of it that DML by
+// anyone else changed since the last refresh (targetDirt). store is false
+// when there is nothing to compare with (no window, or no fingerprints,
+// recorded) or the changes cannot be placed: the override then stores no
+// target fingerprints, and the next refresh recomputes its window.
+func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compile.FlowState) (store bool, prior *predicate.Predicate, dirty []string, err error) {
+	prior, ok := f.StoredWindow(st)
+	if !ok {
+		return false, nil, nil, nil
+	}
+	if in, err := prior.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err != nil || in {
+		return false, nil, nil, nil // the window holds NULL partition values
+	}
+	stored, err := loadFingerprints(ctx, tx, f.Name())
+	if err != nil {
+		return false, nil, nil, err
+	}
+	if _, ok := stored[takenKey]; !ok {
+		return false, nil, nil, nil
+	}
+	before, err := probeTarget(ctx, tx, f, prior, stored, prior)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	dirty, unknown := targetDirt(f, prior, before, stored)
+	return !unknown, prior, dirty, nil
 }
 
 func isLockTimeout(err error) bool {

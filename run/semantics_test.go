@@ -42,8 +42,7 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			f := flow(t, map[string]string{"p.yaml": strings.Replace(dailySpec, "SELECT d, k, v FROM ev", tc.query, 1)}, "t")
 			r := e.runner(now0)
 			if s := statements(t, f, now0); (len(s.PushedTo) > 0) != (tc.name == "pushed") {
@@ -130,8 +129,7 @@ tables:
 // deletes old rows, refreshes never touch them in the target.
 func TestRetentionTargetKeepsHistory(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	e.fillFromDay3(f)
 	before := e.rows(`SELECT * FROM t`)
@@ -150,8 +148,7 @@ func TestRetentionTargetKeepsHistory(t *testing.T) {
 // inside the window they are replaced by what the query yields.
 func TestDMLRowsOutsideWindowSurvive(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
 	e.exec(`INSERT INTO t VALUES ('2025-12-31', 'legacy', 1), ('2026-03-07', 'legacy', 2), (NULL, 'legacy', 3),
@@ -174,8 +171,7 @@ func TestDMLRowsOutsideWindowSurvive(t *testing.T) {
 // and leaves the flow as it was: the next refresh uses the flow's window.
 func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	e.fillFromDay3(f)
 	e.exec(`INSERT INTO t VALUES ('2026-03-05', 'dml', 1), ('2026-03-01', 'dml', 2)`)
@@ -230,8 +226,7 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 // A full refresh leaves only the window and says how many rows it lost.
 func TestFullRefreshLeavesOnlyWindow(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	e.fillFromDay3(f)
 	// 10 rows on 03-03..07 have left the window, plus two DML rows outside
@@ -260,8 +255,7 @@ func TestFullRefreshLeavesOnlyWindow(t *testing.T) {
 // nothing: not the target, not the state, not the event log.
 func TestResetNotAllowedRefusesFullRefresh(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	f := flow(t, map[string]string{"p.yaml": strings.Replace(dailySpec, "    columns:",
 		"    properties:\n      reset_allowed: false\n    columns:", 1)}, "t")
 	if f.Table.ResetAllowed {
@@ -316,8 +310,7 @@ tables:
 // window, a reformatted one does not.
 func TestActionsAndReasons(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.seedDaily()
+	e := newDailyEnv(t)
 	r := e.runner(now0)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	first := refresh(t, r, reqWindow(f))
@@ -375,8 +368,7 @@ func TestRefusesToAdoptForeignTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 			tc.setup(e, f)
 			e.exec(`CREATE TABLE t (d date, k text, v integer); INSERT INTO t VALUES ('2026-03-09', 'mine', 1), ('2026-01-01', 'mine', 2)`)
@@ -413,8 +405,7 @@ func TestWindowUsesLocalDate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := newEnv(t)
-			e.seedDaily()
+			e := newDailyEnv(t)
 			f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 			r := run.New(e.db, run.Options{Now: func() time.Time { return tc.at }, Zone: zone})
 			refresh(t, r, reqWindow(f))
