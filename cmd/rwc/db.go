@@ -48,21 +48,24 @@ func startDial(ctx context.Context, dsn string) *dial {
 	d := &dial{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		db, err := sql.Open("postgres", dsn)
-		if err != nil {
-			d.err = fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
-			return
-		}
-		pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		if err := db.PingContext(pingCtx); err != nil {
-			db.Close()
-			d.err = fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
-			return
-		}
-		d.db = db
+		d.db, d.err = open(ctx, dsn)
 	}()
 	return d
+}
+
+// open connects to dsn and checks that the server answers.
+func open(ctx context.Context, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
+	}
+	return db, nil
 }
 
 // dialEarly starts connecting while the specs load, when the database is
@@ -72,10 +75,7 @@ func startDial(ctx context.Context, dsn string) *dial {
 // early either.) The returned func closes a connection connect did not
 // take.
 func (g *globals) dialEarly(ctx context.Context) func() {
-	dsn := g.dsn
-	if dsn == "" {
-		dsn = os.Getenv("RWC_DATABASE_URL")
-	}
+	dsn := g.namedDSN()
 	if dsn == "" {
 		return func() {}
 	}
@@ -91,12 +91,18 @@ func (g *globals) dialEarly(ctx context.Context) func() {
 	}
 }
 
-func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
+// namedDSN is the database named by --dsn, else $RWC_DATABASE_URL; "":
+// the local default.
+func (g *globals) namedDSN() string {
 	if g.dsn != "" {
-		return g.dsn, nil
+		return g.dsn
 	}
-	if env := os.Getenv("RWC_DATABASE_URL"); env != "" {
-		return env, nil
+	return os.Getenv("RWC_DATABASE_URL")
+}
+
+func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
+	if dsn := g.namedDSN(); dsn != "" {
+		return dsn, nil
 	}
 	if !start && !run.LocalExists(".") {
 		// OpenLocal would initdb a cluster just to find it stopped.

@@ -188,15 +188,7 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	if err != nil || dsn == "" {
 		return nil, err
 	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
-	}
-	return db, nil
+	return open(ctx, dsn)
 }
 
 // estimator asks PostgreSQL's planner how many target rows the window
