@@ -192,6 +192,12 @@ func analyzeBackfill(p *Project, b *spec.Backfill) (*Backfill, diag.List) {
 
 // Load reads the specs in fsys and analyses them: everything lint checks.
 func Load(fsys fs.FS, display string) (*Project, diag.List, error) {
+	// The parsers' one-time start-up (about 10 ms) is paid beside the
+	// reading of the specs, rather than by the first flow analysed.
+	var warm sync.WaitGroup
+	warm.Go(query.Warm)
+	warm.Go(predicate.Warm)
+	defer warm.Wait()
 	sp, ds := spec.Load(fsys, display)
 	p, ads := Analyze(sp)
 	ds = append(suppress(sp, ds), ads...)
