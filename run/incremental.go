@@ -372,22 +372,15 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 	return err == nil && in
 }
 
-// changedPartitions compares this refresh's fingerprints with those stored
-// by the last one. It returns the window narrowed to the partition values
-// whose source rows changed and those values (nil: nothing changed), or the
-// reason the refresh must recompute the whole window instead; and the
-// target's fingerprints when it took them.
-func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64, targetNow func() ([]fingerprintRow, error)) (narrowed *predicate.Predicate, values []string, reason string, target []fingerprintRow, err error) {
-	// The caller asked wholeReason first: fingerprints are stored, and no
-	// source fingerprinted whole forces the window. Rows rwc did not write,
-	// inside the window: the target no longer is what the last refresh left.
-	if target, err = targetNow(); err != nil {
-		return nil, nil, "", nil, err
-	}
-	if !targetClean(f, window, target, stored) {
-		return nil, nil, compile.ReasonExternalChange, nil, nil
-	}
-	target = inWindowOnly(target)
+// changedPartitions compares this refresh's source fingerprints with those
+// stored by the last one. It returns the window narrowed to the partition
+// values whose source rows changed and those values (nil: nothing
+// changed), or the reason the refresh must recompute the whole window
+// instead. The caller asked wholeReason first: fingerprints are stored, and
+// no source fingerprinted whole forces the window. The target is the
+// caller's to check (targetClean): the write of the changed partitions does
+// not wait for it.
+func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64) (narrowed *predicate.Predicate, values []string, reason string) {
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
@@ -409,20 +402,20 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 		}
 	}
 	if len(changed) == 0 {
-		return nil, nil, "", target, nil
+		return nil, nil, ""
 	}
 	values = make([]string, 0, len(changed))
 	for v := range changed {
 		values = append(values, v)
 	}
 	sort.Strings(values)
-	narrowed, err = f.Narrow(window, values)
+	narrowed, err := f.Narrow(window, values)
 	if err != nil {
 		// A source's partition values are not the target's (another type):
 		// the window cannot be mapped onto that source.
-		return nil, nil, compile.ReasonCannotPushPredicate, nil, nil
+		return nil, nil, compile.ReasonCannotPushPredicate
 	}
-	return narrowed, values, "", target, nil
+	return narrowed, values, ""
 }
 
 // inWindowOnly drops the rows a target probe took outside the window now

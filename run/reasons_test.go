@@ -707,3 +707,30 @@ func TestDeadRowsResetWithoutTrackCounts(t *testing.T) {
 		}
 	}
 }
+
+// The partitions whose sources changed are written before the target's
+// probe has answered; when it then finds DML by anyone else in the window,
+// the whole window is recomputed on top, in the same transaction. The
+// result and the counts are a whole-window recompute's; the rows written
+// first and deleted again count as dead, for the vacuum.
+func TestExternalChangeFoundAfterIncrementalWrite(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	s := newScenario(t, e, dailySpec)
+	s.refresh()
+	dead := e.count(`SELECT dead_rows FROM rwc.flows WHERE flow = 't'`)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-10', 'c', 7)`)           // a source changes one day
+	s.dml(`UPDATE %s SET v = -v WHERE d = '2026-03-09' AND k = 'a'`) // someone else another
+	res := s.refresh()
+	checkOutcome(t, res, run.ActionRecomputeWindow, compile.ReasonExternalChange)
+	// The window (03-08 to 03-10) held 6 rows and holds 7 now.
+	if res.RowsDeleted != 6 || res.RowsInserted != 7 {
+		t.Errorf("-%d +%d, want -6 +7: the window's rows, each counted once", res.RowsDeleted, res.RowsInserted)
+	}
+	// Dead: 03-10's 2 rows, then the 7 of the window (3 of them the
+	// incremental write's).
+	if got := e.count(`SELECT dead_rows FROM rwc.flows WHERE flow = 't'`); got != dead+9 {
+		t.Errorf("dead_rows %d, want %d + 9", got, dead)
+	}
+	expectPartitions(t, s.refresh())
+}

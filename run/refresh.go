@@ -110,6 +110,10 @@ type Result struct {
 	StartedAt  time.Time     `json:"started_at"`
 	Duration   time.Duration `json:"-"`
 	Err        error         `json:"-"`
+	// deadAgain: rows the refresh inserted and deleted again (an
+	// incremental write the whole window's recompute replaced): dead rows
+	// that neither count shows.
+	deadAgain int64
 }
 
 // flowState is a flow's row in rwc.flows.
@@ -354,31 +358,42 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// write may change them (nil: the whole window).
 	var targetBefore []fingerprintRow
 	var written *predicate.Predicate
-	// reasonLater: the whole window is recomputed whatever the target's
-	// probe finds, so the write does not wait for it; only the reason
-	// recorded does (external DML is the one to report).
-	reasonLater := false
+	// The write does not wait for the target's probe when the sources
+	// decide what it recomputes: reasonLater, the whole window is
+	// recomputed whatever the probe finds, which only decides the reason
+	// recorded (external DML is the one to report); checkLater, the
+	// partitions whose sources changed are, and should the probe find DML
+	// by anyone else in the window, the whole window is recomputed on top.
+	reasonLater, checkLater := false, false
+	whole := stmts // the whole window's statements
 	if dec.Action == compile.ActionIncremental && forced != "" {
 		dec.Action, dec.Reasons = ActionRecomputeWindow, []string{forced}
 		_, reasonLater = stored[takenKey]
 	}
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason, target, err := changedPartitions(f, window, sources, stored, targetNow)
-		if err != nil {
-			return err
-		}
+		narrowed, values, reason := changedPartitions(f, window, sources, stored)
 		switch {
 		case reason != "":
 			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
+			reasonLater = true
 		case narrowed == nil:
+			// No source changed: only the target can say whether there is
+			// anything to write.
+			target, err := targetNow()
+			if err != nil {
+				return err
+			}
+			if !targetClean(f, window, target, stored) {
+				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonExternalChange}
+				break
+			}
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
-			targetBefore = target
+			targetBefore = inWindowOnly(target)
 		default:
 			if stmts, err = f.Statements(narrowed, false); err != nil {
 				return err
 			}
-			res.Partitions = values
-			targetBefore, written = target, narrowed
+			res.Partitions, written, checkLater = values, narrowed, true
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
@@ -396,27 +411,37 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 		res.RowsDeleted = total
-	} else if stmts.Delete != "" {
-		n, err := execCount(ctx, tx, stmts.Delete)
-		if err != nil {
-			return err
-		}
-		res.RowsDeleted = n
 	}
-	if stmts.Insert != "" {
-		n, err := execCount(ctx, tx, stmts.Insert)
-		if err != nil {
-			return queryError(f, err)
-		}
-		res.RowsInserted = n
+	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted); err != nil {
+		return err
 	}
-	if reasonLater {
+	if reasonLater || checkLater {
 		target, err := targetNow()
 		if err != nil {
 			return err
 		}
-		if !targetClean(f, window, target, stored) {
+		clean := targetClean(f, window, target, stored)
+		switch {
+		case !clean && checkLater:
+			// DML by someone else changed the window since the last
+			// refresh: the partitions just written are not enough. The
+			// whole window is recomputed on top, in this transaction, so
+			// the result is a whole-window recompute's; the rows inserted
+			// a moment ago are deleted again (and counted as dead once).
+			fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
+			deleted, inserted, err := write(ctx, tx, f, whole, 0)
+			if err != nil {
+				return err
+			}
+			res.deadAgain = res.RowsInserted
+			res.RowsDeleted += deleted - res.RowsInserted
+			res.RowsInserted = inserted
+			res.Action, res.Partitions, written = ActionRecomputeWindow, nil, nil
 			res.Reasons = []string{compile.ReasonExternalChange}
+		case !clean:
+			res.Reasons = []string{compile.ReasonExternalChange}
+		case checkLater:
+			targetBefore = inWindowOnly(target)
 		}
 	}
 	windowRows := res.RowsInserted
@@ -589,6 +614,28 @@ func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
 	}
 	_, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT rwc_create_schema")
 	return err
+}
+
+// write runs a refresh's DELETE and INSERT, those it has, and returns the
+// rows each affected (deleted as given without a DELETE: a full refresh
+// truncates).
+func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64) (int64, int64, error) {
+	if stmts.Delete != "" {
+		n, err := execCount(ctx, tx, stmts.Delete)
+		if err != nil {
+			return 0, 0, err
+		}
+		deleted = n
+	}
+	var inserted int64
+	if stmts.Insert != "" {
+		n, err := execCount(ctx, tx, stmts.Insert)
+		if err != nil {
+			return 0, 0, queryError(f, err)
+		}
+		inserted = n
+	}
+	return deleted, inserted, nil
 }
 
 func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {

@@ -44,7 +44,7 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	if vacuums != seen {
 		dead = 0 // vacuumed since: what was dead then is gone
 	}
-	c := churn{dead: dead + res.RowsDeleted}
+	c := churn{dead: dead + res.RowsDeleted + res.deadAgain}
 	if res.Action == ActionFullRefresh {
 		c.dead = 0 // TRUNCATE leaves no dead rows behind
 	}
