@@ -298,6 +298,22 @@ func TestEachReasonCode(t *testing.T) {
 			// know what changed in it.
 			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
+		{name: "a partition of the source is a foreign table", reason: compile.ReasonCannotPushPredicate,
+			trigger: func(s *scenario) run.Result {
+				s.e.exec(`CREATE EXTENSION file_fdw; CREATE SERVER files FOREIGN DATA WRAPPER file_fdw;
+					CREATE TABLE evf (d date, k text, v integer) PARTITION BY RANGE (d);
+					CREATE TABLE evf_mar PARTITION OF evf FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
+					CREATE FOREIGN TABLE evf_feb PARTITION OF evf FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')
+						SERVER files OPTIONS (filename '/dev/null', format 'csv');
+					INSERT INTO evf SELECT * FROM ev`)
+				s.load(strings.Replace(dailySpec, "FROM ev", "FROM evf", 1))
+				s.refresh()
+				return s.refresh()
+			},
+			// Found by walking the source's partition tree: the foreign
+			// table's (ctid, xmin) say nothing about the remote rows.
+			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			next: []string{compile.ReasonCannotPushPredicate}},
 		{name: "override", reason: run.Backfill,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()

@@ -79,13 +79,20 @@ func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (strin
 	// Every member of a source's partition tree or inheritance hierarchy
 	// must be a plain table (or a materialised view): a view has no row
 	// identity to fingerprint, and a foreign table's (ctid, xmin) say
-	// nothing about remote changes. One query for all the sources.
+	// nothing about remote changes. One query for all the sources; the
+	// trees are walked only when a source has (or had) children, which
+	// most do not: planning the walk costs more than the rest of it.
 	var bad sql.NullString
-	err := tx.QueryRowContext(ctx, `WITH RECURSIVE tree(rel, oid) AS (
-			SELECT rel, to_regclass(rel)::oid FROM unnest($1::text[]) rel
-			UNION SELECT tree.rel, i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid)
-		SELECT min(tree.rel) FROM tree JOIN pg_class c ON c.oid = tree.oid WHERE c.relkind NOT IN ('r', 'p', 'm')`,
-		pq.Array(rels)).Scan(&bad)
+	var parents bool
+	err := tx.QueryRowContext(ctx, `SELECT min(rel) FILTER (WHERE c.relkind NOT IN ('r', 'p', 'm')), coalesce(bool_or(c.relhassubclass), false)
+		FROM unnest($1::text[]) rel JOIN pg_class c ON c.oid = to_regclass(rel)::oid`, pq.Array(rels)).Scan(&bad, &parents)
+	if err == nil && !bad.Valid && parents {
+		err = tx.QueryRowContext(ctx, `WITH RECURSIVE tree(rel, oid) AS (
+				SELECT rel, to_regclass(rel)::oid FROM unnest($1::text[]) rel
+				UNION SELECT tree.rel, i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid)
+			SELECT min(tree.rel) FROM tree JOIN pg_class c ON c.oid = tree.oid WHERE c.relkind NOT IN ('r', 'p', 'm')`,
+			pq.Array(rels)).Scan(&bad)
+	}
 	if err != nil {
 		return "", err
 	}
