@@ -5,12 +5,10 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -132,7 +130,7 @@ func Snapshot(specs map[string]string, display string) fs.FS {
 // tag or anything go-git resolves) in the repository containing dir, with
 // no checkout. It returns the files and the resolved commit.
 func AtRevision(dir, rev string) (fs.FS, string, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, rel, err := locate(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("--base %s: %s is not in a git repository: %v", rev, dir, err)
 	}
@@ -148,19 +146,6 @@ func AtRevision(dir, rev string) (fs.FS, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return nil, "", err
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
-	if err != nil {
-		return nil, "", err
-	}
-	rel = filepath.ToSlash(rel)
 	m := memFS{}
 	if sub, err := tree.Tree(rel); err == nil || rel == "." {
 		if rel == "." {

@@ -75,7 +75,9 @@ that do not exist yet, in dependency order. Each flow's refresh is one
 transaction: a failure leaves that flow's target as it was, the other flows are
 still refreshed (flows that read a failed flow's target are skipped), and the
 exit status is 1. When every flow succeeded, the deployment is recorded with
-the git HEAD commit.
+the git HEAD commit. Specs that differ from that commit's (DIR's *.yaml and
+backfills/*.yaml files, added, removed or edited, tracked or not) are refused
+unless --allow-dirty; other files do not matter.
 
 Given a plan saved by rwc plan --out, apply runs exactly that plan (resolved at
 the plan's instant) and refuses it, changing nothing, when anything it was
@@ -104,7 +106,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: cannot read the git state of %s: %v\n", dir, err)
 			}
 			if dirty && !allowDirty {
-				return fmt.Errorf("%s has uncommitted changes: a deployment should be a commit; commit them, or pass --allow-dirty", dir)
+				return fmt.Errorf("%s has uncommitted changes to its specs: a deployment should be a commit; commit them, or pass --allow-dirty", dir)
 			}
 			db, err := g.connect(cmd.Context())
 			if err != nil {
@@ -158,7 +160,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 		},
 	}
 	rf.add(cmd)
-	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs with uncommitted changes")
+	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's")
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")
 	return cmd
 }

@@ -1,0 +1,128 @@
+package diff
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// committed is the repository every case of TestHead starts from: specs in
+// pipelines/ (a pipeline, a backfill, a README) and a file elsewhere.
+var committed = map[string]string{
+	"pipelines/p.yaml":           "pipeline: p\n",
+	"pipelines/backfills/b.yaml": "flow: t\n",
+	"pipelines/README.md":        "specs\n",
+	"src/main.go":                "package main\n",
+	".gitignore":                 "pipelines/local.yaml\n",
+}
+
+func TestHead(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, root string)
+		dirty  bool
+	}{
+		{name: "clean", change: func(*testing.T, string) {}},
+		{name: "pipeline edited", change: write("pipelines/p.yaml", "pipeline: q\n"), dirty: true},
+		{name: "pipeline added, untracked", change: write("pipelines/new.yaml", "pipeline: n\n"), dirty: true},
+		// rwc applies it, the commit lacks it: ignored or not.
+		{name: "pipeline added, ignored by git", change: write("pipelines/local.yaml", "pipeline: l\n"), dirty: true},
+		{name: "pipeline removed", change: remove("pipelines/p.yaml"), dirty: true},
+		{name: "backfill added", change: write("pipelines/backfills/c.yaml", "flow: t\n"), dirty: true},
+		{name: "backfill edited", change: write("pipelines/backfills/b.yaml", "flow: u\n"), dirty: true},
+		{name: "backfills removed", change: remove("pipelines/backfills"), dirty: true},
+		{name: "edited and edited back", change: func(t *testing.T, root string) {
+			write("pipelines/p.yaml", "pipeline: q\n")(t, root)
+			write("pipelines/p.yaml", "pipeline: p\n")(t, root)
+		}},
+		{name: "README in the spec directory edited", change: write("pipelines/README.md", "more\n")},
+		{name: "a .yml file, which rwc does not read", change: write("pipelines/old.yml", "pipeline: o\n")},
+		{name: "a file elsewhere edited", change: write("src/main.go", "package other\n")},
+		{name: "a spec elsewhere added", change: write("other/x.yaml", "pipeline: x\n")},
+		{name: "a spec in a subdirectory rwc does not read", change: write("pipelines/drafts/d.yaml", "pipeline: d\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, head := newRepo(t)
+			tc.change(t, root)
+			commit, dirty, err := Head(filepath.Join(root, "pipelines"))
+			if err != nil || commit != head || dirty != tc.dirty {
+				t.Errorf("Head = %s, %v, %v; want %s, %v", commit, dirty, err, head, tc.dirty)
+			}
+		})
+	}
+}
+
+// A spec directory the commit does not have yet is dirty when it holds specs.
+func TestHeadNewSpecDirectory(t *testing.T) {
+	root, head := newRepo(t)
+	write("more/p.yaml", "pipeline: m\n")(t, root)
+	if commit, dirty, err := Head(filepath.Join(root, "more")); err != nil || commit != head || !dirty {
+		t.Errorf("Head = %s, %v, %v; want %s, dirty", commit, dirty, err, head)
+	}
+}
+
+func TestHeadOutsideGit(t *testing.T) {
+	dir := t.TempDir()
+	if commit, dirty, err := Head(dir); commit != "" || dirty || err != nil {
+		t.Errorf("Head outside a work tree = %q, %v, %v; want nothing", commit, dirty, err)
+	}
+	if _, err := git.PlainInit(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	if commit, dirty, err := Head(dir); commit != "" || dirty || err != nil {
+		t.Errorf("Head without commits = %q, %v, %v; want nothing", commit, dirty, err)
+	}
+}
+
+// newRepo commits the files of committed in a new repository and returns
+// its root and the commit.
+func newRepo(t *testing.T) (string, string) {
+	t.Helper()
+	root := t.TempDir()
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range committed {
+		write(name, content)(t, root)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
+	h, err := wt.Commit("specs", &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, h.String()
+}
+
+func write(name, content string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func remove(name string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		t.Helper()
+		if err := os.RemoveAll(filepath.Join(root, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
