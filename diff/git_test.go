@@ -90,19 +90,7 @@ func newRepo(t *testing.T) (string, string) {
 	for name, content := range committed {
 		write(name, content)(t, root)
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddGlob("."); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
-	h, err := wt.Commit("specs", &git.CommitOptions{Author: sig, Committer: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root, h.String()
+	return root, commitAll(t, repo)
 }
 
 func write(name, content string) func(*testing.T, string) {
@@ -125,4 +113,130 @@ func remove(name string) func(*testing.T, string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Symbolic links: git stores the link, spec.Load reads what it leads to;
+// both must be the commit's.
+func TestHeadSymlinks(t *testing.T) {
+	link := func(target, name string) func(*testing.T, string) {
+		return func(t *testing.T, root string) {
+			t.Helper()
+			p := filepath.Join(root, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	outside := t.TempDir()
+	write("b.yaml", "flow: x\n")(t, outside)
+	for _, tc := range []struct {
+		name            string
+		setup, change   func(*testing.T, string)
+		dirty, setupErr bool
+	}{
+		{name: "a spec linked to a shared file, unchanged",
+			setup: link("../shared/orders.yaml", "pipelines/orders.yaml"), change: func(*testing.T, string) {}},
+		{name: "a spec linked to a shared file, the file edited",
+			setup: link("../shared/orders.yaml", "pipelines/orders.yaml"), change: write("shared/orders.yaml", "pipeline: edited\n"), dirty: true},
+		{name: "a spec link repointed",
+			setup: link("../shared/orders.yaml", "pipelines/orders.yaml"), change: func(t *testing.T, root string) {
+				remove("pipelines/orders.yaml")(t, root)
+				link("../shared/other.yaml", "pipelines/orders.yaml")(t, root)
+			}, dirty: true},
+		{name: "backfills linked to a shared directory, unchanged",
+			setup: link("../shared/backfills", "pipelines/backfills"), change: func(*testing.T, string) {}},
+		{name: "backfills linked to a shared directory, one added there",
+			setup: link("../shared/backfills", "pipelines/backfills"), change: write("shared/backfills/new.yaml", "flow: n\n"), dirty: true},
+		{name: "a spec linked outside the repository",
+			setup: func(*testing.T, string) {}, change: link(filepath.Join(outside, "b.yaml"), "pipelines/out.yaml"), dirty: true},
+		{name: "backfills a file, not a directory: no backfills",
+			setup: func(t *testing.T, root string) {
+				remove("pipelines/backfills")(t, root)
+				write("pipelines/backfills", "x\n")(t, root)
+			},
+			change: func(*testing.T, string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			repo, err := git.PlainInit(root, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write("pipelines/p.yaml", "pipeline: p\n")(t, root)
+			write("shared/orders.yaml", "pipeline: orders\n")(t, root)
+			write("shared/other.yaml", "pipeline: other\n")(t, root)
+			write("shared/backfills/b.yaml", "flow: t\n")(t, root)
+			tc.setup(t, root)
+			head := commitAll(t, repo)
+			tc.change(t, root)
+			commit, dirty, err := Head(filepath.Join(root, "pipelines"))
+			if err != nil || commit != head || dirty != tc.dirty {
+				t.Errorf("Head = %s, %v, %v; want %s, %v", commit, dirty, err, head, tc.dirty)
+			}
+		})
+	}
+}
+
+// The spec directory may be the work tree's root, and may be reached by a
+// path through a symbolic link.
+func TestHeadPaths(t *testing.T) {
+	root := t.TempDir()
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("p.yaml", "pipeline: p\n")(t, root)
+	head := commitAll(t, repo)
+	via := filepath.Join(t.TempDir(), "via")
+	if err := os.Symlink(root, via); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{root, via} {
+		if commit, dirty, err := Head(dir); err != nil || commit != head || dirty {
+			t.Errorf("Head(%s) = %s, %v, %v; want %s, clean", dir, commit, dirty, err, head)
+		}
+	}
+	write("p.yaml", "pipeline: q\n")(t, root)
+	for _, dir := range []string{root, via} {
+		if commit, dirty, err := Head(dir); err != nil || commit != head || !dirty {
+			t.Errorf("Head(%s) = %s, %v, %v; want %s, dirty", dir, commit, dirty, err, head)
+		}
+	}
+}
+
+// When the comparison fails, Head says dirty: a spec linked to nothing.
+func TestHeadError(t *testing.T) {
+	root := t.TempDir()
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("pipelines/p.yaml", "pipeline: p\n")(t, root)
+	if err := os.Symlink("missing.yaml", filepath.Join(root, "pipelines", "x.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	head := commitAll(t, repo)
+	if commit, dirty, err := Head(filepath.Join(root, "pipelines")); err == nil || !dirty || commit != head {
+		t.Errorf("Head = %s, dirty %v, %v; want %s, dirty and an error", commit, dirty, err, head)
+	}
+}
+
+func commitAll(t *testing.T, repo *git.Repository) string {
+	t.Helper()
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
+	h, err := wt.Commit("specs", &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
 }
