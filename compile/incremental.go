@@ -27,6 +27,7 @@ import (
 // partition DDL and a recreated table all show.
 type Probe struct {
 	Source string // "schema.table" as the query names it; "" for the target
+	Table  string // the table probed, quoted (for LOCK TABLE)
 	// Whole: the source does not expose the partition column, so it is
 	// fingerprinted as a whole (one row with a NULL partition value).
 	Whole bool
@@ -110,12 +111,12 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Probe{Source: name, SQL: fmt.Sprintf(
+			out = append(out, Probe{Source: name, Table: quoteTable(t), SQL: fmt.Sprintf(
 				"SELECT (%s)::text, count(*), %s FROM %s WHERE %s GROUP BY %[1]s",
 				col, versionHash, from, cond)})
 			continue
 		}
-		out = append(out, Probe{Source: name, Whole: true, SQL: fmt.Sprintf(
+		out = append(out, Probe{Source: name, Table: quoteTable(t), Whole: true, SQL: fmt.Sprintf(
 			"SELECT NULL::text, count(*), %s FROM %s", versionHash, from)})
 	}
 	return out, nil
@@ -145,7 +146,7 @@ func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32) (Probe
 	// window now), as PostgreSQL decides it, for rows probed because they
 	// lie in another. The predicate reads the partition column only (see
 	// Incremental), which the query groups by.
-	return Probe{SQL: fmt.Sprintf(
+	return Probe{Table: f.Target(), SQL: fmt.Sprintf(
 		"SELECT (%s)::text, count(*), %s, %s, coalesce(%s, false) FROM %s AS s WHERE %s GROUP BY %[1]s",
 		col, versionHash, byWriter, conds[0], f.Target(), strings.Join(conds, " OR "))}, nil
 }

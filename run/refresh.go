@@ -278,20 +278,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// A refresh that may be incremental compares the target with what the
 	// last one left; that probe runs beside the sources' probes.
 	var stored map[fpKey][2]int64
-	targetNow := func() ([]fingerprintRow, error) { return nil, nil }
+	var targetProbe *asideProbe
 	if fingerprinted && req.Mode == Window && dec.Action == compile.ActionIncremental {
 		if stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
 			return err
 		}
 		if _, ok := stored[takenKey]; ok {
 			prior, _ := f.StoredWindow(st.FlowState)
-			var stop func()
-			if targetNow, stop, err = r.aside(ctx, tx, spare, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+			if targetProbe, err = r.aside(ctx, tx, spare, []string{f.Target()}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeTarget(ctx, tx, f, window, stored, prior)
 			}); err != nil {
 				return err
 			}
-			defer stop()
+			defer targetProbe.stop()
 		}
 	}
 	// The sources' fingerprints. Those fingerprinted whole (dimensions) come
@@ -299,14 +298,15 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// did, the others are needed only to be stored, and a second connection
 	// takes them while this one writes.
 	var sources []fingerprintRow
-	sourcesLater := func() ([]fingerprintRow, error) { return nil, nil }
-	forced := "" // why the whole sources force the whole window (wholeReason)
+	var parted []compile.Probe   // the sources fingerprinted per partition
+	var sourcesLater *asideProbe // ...when they are probed beside the write
+	forced := ""                 // why the whole sources force the whole window (wholeReason)
 	if fingerprinted && req.Mode != Override {
 		probes, err := f.Probes(window)
 		if err != nil {
 			return err
 		}
-		var whole, parted []compile.Probe
+		var whole []compile.Probe
 		for _, p := range probes {
 			if p.Whole {
 				whole = append(whole, p)
@@ -321,13 +321,16 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			forced = wholeReason(sources, stored)
 		}
 		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || forced != "") {
-			var stop func()
-			if sourcesLater, stop, err = r.aside(ctx, tx, spare, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+			tables := make([]string, len(parted))
+			for i, p := range parted {
+				tables[i] = p.Table
+			}
+			if sourcesLater, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				return probeSources(ctx, tx, parted)
 			}); err != nil {
 				return err
 			}
-			defer stop()
+			defer sourcesLater.stop()
 		} else {
 			rows, err := probeSources(ctx, tx, parted)
 			if err != nil {
@@ -379,7 +382,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		case narrowed == nil:
 			// No source changed: only the target can say whether there is
 			// anything to write.
-			target, err := targetNow()
+			target, err := targetProbe.result()
 			if err != nil {
 				return err
 			}
@@ -412,11 +415,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 		res.RowsDeleted = total
 	}
+	// The write locks the target: the target's probe must hold its own lock
+	// on it first (see aside).
+	targetProbe.waitLocks()
 	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted); err != nil {
 		return err
 	}
 	if reasonLater || checkLater {
-		target, err := targetNow()
+		target, err := targetProbe.result()
 		if err != nil {
 			return err
 		}
@@ -446,7 +452,16 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
-		later, err := sourcesLater()
+		var later []fingerprintRow
+		if sourcesLater.hasLocks() {
+			later, err = sourcesLater.result()
+		} else {
+			// Not yet locked, it may be queued behind someone who waits for
+			// this transaction (see aside). The sources are as they were:
+			// this connection probes them instead.
+			sourcesLater.stop()
+			later, err = probeSources(ctx, tx, parted)
+		}
 		if err != nil {
 			return queryError(f, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -16,52 +17,98 @@ const asideConnWait = 2 * time.Second
 // own snapshot (exported and imported), while the refresh's connection goes
 // on: probes are single-threaded scans, and two run on two cores. The
 // target's probe runs beside the sources'; the sources' beside the write
-// when only their storage waits for them. The snapshot hides the refresh's
-// own writes, so it must be taken before any that the probe could see (the
-// refresh writes only its target, and the target's probe starts first).
-// result waits for the rows; stop cancels a probe not waited for and waits
-// for it to end, so that none outlives its refresh. Without a second
-// connection within asideConnWait, the probe runs on tx at once instead.
-func (r *Runner) aside(ctx context.Context, tx *sql.Tx, conns *spareConns, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (result func() ([]fingerprintRow, error), stop func(), err error) {
+// when only their storage waits for them. The imported snapshot hides the
+// refresh's own writes, whenever they are made. Without a second
+// connection within asideConnWait, the probe runs on tx at once instead,
+// before any write (later it would see the refresh's own writes).
+//
+// The probe's transaction first takes ACCESS SHARE locks on tables. A
+// refresh that waits for an aside probe while its own transaction holds
+// locks is a wait PostgreSQL cannot see: should the probe queue for a lock
+// behind someone's ACCESS EXCLUSIVE request (an ALTER TABLE, a TRUNCATE)
+// that itself waits for the refresh, nothing would move until
+// lock_timeout. A probe that holds its locks before the refresh locks what
+// such a request could wait for cannot end up in that queue (hasLocks,
+// waitLocks).
+func (r *Runner) aside(ctx context.Context, tx *sql.Tx, conns *spareConns, tables []string, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (*asideProbe, error) {
+	a := &asideProbe{locked: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
 	conn := conns.take(ctx)
 	if conn == nil {
-		// On the refresh's own connection the probe runs now, before the
-		// write: later it would see the refresh's own writes.
-		rows, err := probe(ctx, tx)
-		return func() ([]fingerprintRow, error) { return rows, err }, func() {}, nil
+		a.rows, a.err = probe(ctx, tx)
+		close(a.locked)
+		close(a.done)
+		return a, nil
 	}
 	var snapshot string
 	if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
 		conn.Close()
-		return nil, nil, err
-	}
-	type outcome struct {
-		rows []fingerprintRow
-		err  error
+		return nil, err
 	}
 	probeCtx, cancel := context.WithCancel(ctx)
-	ch := make(chan outcome, 1)
+	a.cancel = cancel
 	go func() {
+		defer close(a.done)
 		defer conn.Close()
-		rows, err := r.inSnapshot(probeCtx, conn, snapshot, probe)
-		ch <- outcome{rows, err}
+		a.rows, a.err = r.inSnapshot(probeCtx, conn, snapshot, tables, a.locked, probe)
 	}()
-	var got *outcome
-	result = func() ([]fingerprintRow, error) {
-		if got == nil {
-			o := <-ch
-			got = &o
-		}
-		return got.rows, got.err
-	}
-	stop = func() {
-		cancel()
-		_, _ = result()
-	}
-	return result, stop, nil
+	return a, nil
 }
 
-func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) ([]fingerprintRow, error) {
+// asideProbe is a probe aside runs. Its methods accept nil: no probe, no
+// rows.
+type asideProbe struct {
+	locked chan struct{} // closed once its transaction holds its locks, or it ended
+	done   chan struct{}
+	rows   []fingerprintRow
+	err    error
+	cancel context.CancelFunc
+}
+
+// result waits for the probe's rows.
+func (a *asideProbe) result() ([]fingerprintRow, error) {
+	if a == nil {
+		return nil, nil
+	}
+	<-a.done
+	return a.rows, a.err
+}
+
+// waitLocks waits until the probe holds its locks (or has ended).
+func (a *asideProbe) waitLocks() {
+	if a != nil {
+		<-a.locked
+	}
+}
+
+// hasLocks reports whether the probe holds its locks (or has ended).
+func (a *asideProbe) hasLocks() bool {
+	if a == nil {
+		return true
+	}
+	select {
+	case <-a.locked:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop cancels a probe not waited for and waits for it to end, so that
+// none outlives its refresh.
+func (a *asideProbe) stop() {
+	if a != nil {
+		a.cancel()
+		<-a.done
+	}
+}
+
+func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string, tables []string, locked chan struct{}, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) ([]fingerprintRow, error) {
+	signalled := false
+	defer func() {
+		if !signalled {
+			close(locked)
+		}
+	}()
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -69,11 +116,17 @@ func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string
 	defer tx.Rollback()
 	// SET TRANSACTION SNAPSHOT must come before the transaction's first
 	// query; the settings match the refresh's (DateStyle: values are read
-	// back as text).
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'; SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
-		snapshot, r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
+	// back as text); the locks come in the same round trip.
+	stmt := fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'; SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
+		snapshot, r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())
+	if len(tables) > 0 {
+		stmt += "; LOCK TABLE " + strings.Join(tables, ", ") + " IN ACCESS SHARE MODE"
+	}
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
 		return nil, err
 	}
+	signalled = true
+	close(locked)
 	return probe(ctx, tx)
 }
 
