@@ -70,13 +70,19 @@ var takenKey = fpKey{source: "", whole: true, value: ""}
 // in part: instead of fingerprinting the rows it had just inserted (a scan
 // on the refresh's critical path), it stored how many it inserted (n) and
 // the transaction that did (h); the partitions it rewrote are stored with
-// n = -1 (none: it rewrote the whole window). The next refresh checks that
-// every row in those partitions is that transaction's and none is missing
-// (targetDirt), and stores fingerprints for them.
+// n = rewrittenCounted and h the rows it inserted there (none: it rewrote
+// the whole window). The next refresh checks that every row in those
+// partitions is that transaction's and none is missing (targetDirt), and
+// stores fingerprints for them.
 var rewrittenKey = fpKey{source: "", whole: true, value: "rewritten"}
 
+// rewrittenCounted is the stored n of a partition the last refresh
+// rewrote; h is the number of rows it inserted there.
+const rewrittenCounted = -3
+
 // rewrittenPartition is the stored n of a partition the last refresh
-// rewrote (see rewrittenKey).
+// rewrote, without a count of its own (as rwc stored them up to 2026-11):
+// its rows count towards the rewrite's total, as the whole window's do.
 const rewrittenPartition = -1
 
 type fpKey struct {
@@ -230,7 +236,7 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 func rewrittenValues(stored map[fpKey][2]int64) []string {
 	var out []string
 	for k, v := range stored {
-		if k.source == "" && !k.whole && v[0] == rewrittenPartition {
+		if k.source == "" && !k.whole && (v[0] == rewrittenCounted || v[0] == rewrittenPartition) {
 			out = append(out, k.value)
 		}
 	}
@@ -241,45 +247,62 @@ func rewrittenValues(stored map[fpKey][2]int64) []string {
 // targetDirt lists the partition values of window that DML by anyone else
 // changed since the last refresh, from the target's probe over window (with
 // the stored rewrite's partitions, see probeTarget): a partition the last
-// refresh rewrote must hold only its transaction's rows, any other its
-// stored fingerprint. The rewrite's rows are counted as a whole, not per
-// partition: when some are missing, which partition lost them is not
-// known, so every partition it rewrote that lies in window counts as
-// changed; when it rewrote the whole window (whose partitions are not
-// listed), unknown is true. Either way a needless recompute, never a missed
-// change.
+// refresh rewrote must hold only its transaction's rows, as many as it
+// inserted there; any other its stored fingerprint. After a rewrite of the
+// whole window, whose partitions are not listed, the rows are counted as a
+// whole: when some are missing, which partition lost them is not known, so
+// every partition it rewrote that lies in window counts as changed, and
+// unknown is true. A needless recompute, never a missed change.
 func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) (dirty []string, unknown bool) {
 	inWindow := inWindowOf(f, window)
 	rw, rewritten := stored[rewrittenKey]
 	whole := rewritten && rewrittenValues(stored) == nil
-	covered := func(v string) bool {
+	// counted: rewritten, with the rows inserted there (h); pooled:
+	// rewritten, its rows counted with the rewrite's total.
+	counted := func(v string) (int64, bool) {
+		fp, ok := stored[fpKey{"", false, v}]
+		return fp[1], rewritten && ok && fp[0] == rewrittenCounted
+	}
+	pooled := func(v string) bool {
 		fp, ok := stored[fpKey{"", false, v}]
 		return whole || rewritten && ok && fp[0] == rewrittenPartition
+	}
+	pool := rw[0] // the rewrite's rows in pooled partitions
+	for k, v := range stored {
+		if k.source == "" && !k.whole && v[0] == rewrittenCounted {
+			pool -= v[1]
+		}
 	}
 	var mine int64
 	seen := map[string]bool{}
 	for _, t := range target {
-		mine += t.byWriter
 		seen[t.value] = true
+		n, isCounted := counted(t.value)
+		if pooled(t.value) {
+			mine += t.byWriter
+		}
 		switch {
 		case !t.inWindow:
-		case covered(t.value) && t.n != t.byWriter,
-			!covered(t.value) && stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
+		case isCounted && (t.n != t.byWriter || t.byWriter != n),
+			pooled(t.value) && t.n != t.byWriter,
+			!isCounted && !pooled(t.value) && stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
 			dirty = append(dirty, t.value)
 		}
 	}
-	lost := rewritten && mine != rw[0]
+	lost := rewritten && mine != pool
 	for k := range stored {
 		if k.source != "" || k.whole || seen[k.value] || !inWindow(k.value) {
 			continue
 		}
-		if covered(k.value) && lost || !covered(k.value) {
+		n, isCounted := counted(k.value)
+		switch {
+		case isCounted && n > 0, pooled(k.value) && lost, !isCounted && !pooled(k.value):
 			dirty = append(dirty, k.value) // emptied, or may have lost rows
 		}
 	}
 	if lost {
 		for _, t := range target {
-			if t.inWindow && covered(t.value) {
+			if t.inWindow && pooled(t.value) {
 				dirty = append(dirty, t.value)
 			}
 		}
@@ -323,11 +346,11 @@ func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerpr
 
 // targetAfter is what a refresh stores for the target after its write:
 // the rows it inserted and its transaction, the partitions it rewrote
-// (within written, values among them; nil: the whole window), and, for the
-// others, the fingerprints taken before the write (before), which it did
-// not change. Nothing is probed again: what it wrote is recognised at the
+// (within written, values among them; nil: the whole window) with the rows
+// it inserted in each (counts), and, for the others, the fingerprints taken
+// before the write (before), which it did not change. Nothing is probed again: what it wrote is recognised at the
 // next refresh.
-func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64) ([]fingerprintRow, error) {
+func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64, counts map[string]int64) ([]fingerprintRow, error) {
 	var writer int64
 	// The write runs in the top-level transaction (no savepoint is open
 	// then), so its rows' xmin is the transaction's own id, modulo 2^32 as
@@ -355,7 +378,7 @@ func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *pred
 		}
 	}
 	for v := range marked {
-		out = append(out, fingerprintRow{value: v, n: rewrittenPartition})
+		out = append(out, fingerprintRow{value: v, n: rewrittenCounted, h: counts[v]})
 	}
 	return out, nil
 }

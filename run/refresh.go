@@ -418,7 +418,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
 	targetProbe.waitLocks()
-	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted); err != nil {
+	var counts map[string]int64 // rows inserted per partition, by an incremental write
+	if written != nil {
+		counts = map[string]int64{}
+	}
+	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted, counts); err != nil {
 		return err
 	}
 	if reasonLater || checkLater {
@@ -435,7 +439,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			// the result is a whole-window recompute's; the rows inserted
 			// a moment ago are deleted again (and counted as dead once).
 			fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
-			deleted, inserted, err := write(ctx, tx, f, whole, 0)
+			deleted, inserted, err := write(ctx, tx, f, whole, 0, nil)
 			if err != nil {
 				return err
 			}
@@ -477,7 +481,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		case stmts.Insert == "":
 			target = targetBefore // nothing changed, nothing written
 		default:
-			target, err = targetAfter(ctx, tx, f, written, res.Partitions, targetBefore, res.RowsInserted)
+			target, err = targetAfter(ctx, tx, f, written, res.Partitions, targetBefore, res.RowsInserted, counts)
 		}
 		if err != nil {
 			return err
@@ -633,8 +637,9 @@ func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
 
 // write runs a refresh's DELETE and INSERT, those it has, and returns the
 // rows each affected (deleted as given without a DELETE: a full refresh
-// truncates).
-func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64) (int64, int64, error) {
+// truncates). Given counts, it also counts the rows inserted per partition
+// value, as the target's probe prints them.
+func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (int64, int64, error) {
 	if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
 		if err != nil {
@@ -642,13 +647,34 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		}
 		deleted = n
 	}
-	var inserted int64
-	if stmts.Insert != "" {
+	if stmts.Insert == "" {
+		return deleted, 0, nil
+	}
+	if counts == nil {
 		n, err := execCount(ctx, tx, stmts.Insert)
 		if err != nil {
 			return 0, 0, queryError(f, err)
 		}
-		inserted = n
+		return deleted, n, nil
+	}
+	col := pq.QuoteIdentifier(f.PartitionBy)
+	rows, err := tx.QueryContext(ctx, "WITH ins AS ("+stmts.Insert+"\nRETURNING "+col+") SELECT ("+col+")::text, count(*) FROM ins GROUP BY 1")
+	if err != nil {
+		return 0, 0, queryError(f, err)
+	}
+	defer rows.Close()
+	var inserted int64
+	for rows.Next() {
+		var v sql.NullString
+		var n int64
+		if err := rows.Scan(&v, &n); err != nil {
+			return 0, 0, err
+		}
+		counts[v.String] += n
+		inserted += n
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, queryError(f, err)
 	}
 	return deleted, inserted, nil
 }
