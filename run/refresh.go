@@ -275,70 +275,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			}
 		}
 	}
-	// A refresh that may be incremental compares the target with what the
-	// last one left; that probe runs beside the sources' probes.
-	var stored map[fpKey][2]int64
-	var targetProbe *asideProbe
-	if fingerprinted && req.Mode == Window && dec.Action == compile.ActionIncremental {
-		if stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
+	c := &capture{}
+	if fingerprinted {
+		if c, err = r.startCapture(ctx, tx, f, req, dec, st, window, spare); err != nil {
 			return err
 		}
-		if _, ok := stored[takenKey]; ok {
-			prior, _ := f.StoredWindow(st.FlowState)
-			if targetProbe, err = r.aside(ctx, tx, spare, []string{f.Target()}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-				return probeTarget(ctx, tx, f, window, stored, prior)
-			}); err != nil {
-				return err
-			}
-			defer targetProbe.stop()
-		}
+		defer c.stop()
 	}
-	// The sources' fingerprints. Those fingerprinted whole (dimensions) come
-	// first: when one of them forces the whole window, or the state already
-	// did, the others are needed only to be stored, and a second connection
-	// takes them while this one writes.
-	var sources []fingerprintRow
-	var parted []compile.Probe   // the sources fingerprinted per partition
-	var sourcesLater *asideProbe // ...when they are probed beside the write
-	forced := ""                 // why the whole sources force the whole window (wholeReason)
-	if fingerprinted && req.Mode != Override {
-		probes, err := f.Probes(window)
-		if err != nil {
-			return err
-		}
-		var whole []compile.Probe
-		for _, p := range probes {
-			if p.Whole {
-				whole = append(whole, p)
-			} else {
-				parted = append(parted, p)
-			}
-		}
-		if sources, err = probeSources(ctx, tx, whole); err != nil {
-			return queryError(f, err)
-		}
-		if dec.Action == compile.ActionIncremental {
-			forced = wholeReason(sources, stored)
-		}
-		if len(parted) > 0 && (dec.Action != compile.ActionIncremental || forced != "") {
-			tables := make([]string, len(parted))
-			for i, p := range parted {
-				tables[i] = p.Table
-			}
-			if sourcesLater, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-				return probeSources(ctx, tx, parted)
-			}); err != nil {
-				return err
-			}
-			defer sourcesLater.stop()
-		} else {
-			rows, err := probeSources(ctx, tx, parted)
-			if err != nil {
-				return queryError(f, err)
-			}
-			sources = append(sources, rows...)
-		}
-	}
+	stored, forced := c.stored, c.forced
 	// Every probe that runs aside has its connection by now: one not taken
 	// goes back to the pool rather than idle through the write.
 	spare.release()
@@ -374,7 +318,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		_, reasonLater = stored[takenKey]
 	}
 	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason := changedPartitions(f, window, sources, stored)
+		narrowed, values, reason := changedPartitions(f, window, c.sources, stored)
 		switch {
 		case reason != "":
 			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
@@ -382,7 +326,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		case narrowed == nil:
 			// No source changed: only the target can say whether there is
 			// anything to write.
-			target, err := targetProbe.result()
+			target, err := c.target.result()
 			if err != nil {
 				return err
 			}
@@ -417,7 +361,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
-	targetProbe.waitLocks()
+	c.target.waitLocks()
 	var counts map[string]int64 // rows inserted per partition, by an incremental write
 	if written != nil {
 		counts = map[string]int64{}
@@ -426,7 +370,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	if reasonLater || checkLater {
-		target, err := targetProbe.result()
+		target, err := c.target.result()
 		if err != nil {
 			return err
 		}
@@ -456,20 +400,10 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
-		var later []fingerprintRow
-		if sourcesLater.hasLocks() {
-			later, err = sourcesLater.result()
-		} else {
-			// Not yet locked, it may be queued behind someone who waits for
-			// this transaction (see aside). The sources are as they were:
-			// this connection probes them instead.
-			sourcesLater.stop()
-			later, err = probeSources(ctx, tx, parted)
-		}
+		sources, err := c.allSources(ctx, tx)
 		if err != nil {
 			return queryError(f, err)
 		}
-		sources = append(sources, later...)
 		var target []fingerprintRow
 		switch {
 		case req.Mode == Override:

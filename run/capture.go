@@ -1,0 +1,125 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// capture is one refresh's view of what changed: the fingerprints the last
+// refresh stored, and this refresh's probes of the target and the sources,
+// some of them running on a second connection (aside).
+type capture struct {
+	stored  map[fpKey][2]int64
+	target  *asideProbe      // the target's probe (nil: not probed)
+	sources []fingerprintRow // the sources' fingerprints taken so far
+	parted  []compile.Probe  // the sources fingerprinted per partition...
+	later   *asideProbe      // ...when they are probed beside the write
+	forced  string           // why the whole sources force the whole window (wholeReason)
+}
+
+// startCapture starts the probes of a refresh of f that fingerprints. A
+// refresh that may be incremental compares the target with what the last
+// one left; that probe runs beside the sources' probes. Of the sources,
+// those fingerprinted whole (dimensions) come first: when one of them
+// forces the whole window, or the state already did, the others are needed
+// only to be stored, and a second connection takes them while this one
+// writes. The caller stops what is still running (stop).
+func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) (*capture, error) {
+	c := &capture{}
+	if err := c.start(ctx, r, tx, f, req, dec, st, window, spare); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) error {
+	var err error
+	if req.Mode == Window && dec.Action == compile.ActionIncremental {
+		if c.stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
+			return err
+		}
+		if _, ok := c.stored[takenKey]; ok {
+			prior, _ := f.StoredWindow(st.FlowState)
+			stored := c.stored
+			if c.target, err = r.aside(ctx, tx, spare, []string{f.Target()}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+				return probeTarget(ctx, tx, f, window, stored, prior)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if req.Mode == Override {
+		return nil
+	}
+	probes, err := f.Probes(window)
+	if err != nil {
+		return err
+	}
+	var whole []compile.Probe
+	for _, p := range probes {
+		if p.Whole {
+			whole = append(whole, p)
+		} else {
+			c.parted = append(c.parted, p)
+		}
+	}
+	if c.sources, err = probeSources(ctx, tx, whole); err != nil {
+		return queryError(f, err)
+	}
+	if dec.Action == compile.ActionIncremental {
+		c.forced = wholeReason(c.sources, c.stored)
+	}
+	if len(c.parted) == 0 {
+		return nil
+	}
+	if dec.Action == compile.ActionIncremental && c.forced == "" {
+		rows, err := probeSources(ctx, tx, c.parted)
+		if err != nil {
+			return queryError(f, err)
+		}
+		c.sources = append(c.sources, rows...)
+		c.parted = nil
+		return nil
+	}
+	tables := make([]string, len(c.parted))
+	for i, p := range c.parted {
+		tables[i] = p.Table
+	}
+	parted := c.parted
+	c.later, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+		return probeSources(ctx, tx, parted)
+	})
+	return err
+}
+
+// stop cancels the probes still running aside, and waits for them.
+func (c *capture) stop() {
+	c.target.stop()
+	c.later.stop()
+}
+
+// allSources returns the sources' fingerprints, with those taken beside the
+// write. A probe aside that has not got its locks by now may be queued
+// behind someone who waits for this transaction (see aside): the sources
+// are as they were, so this connection probes them instead.
+func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+	if c.later == nil {
+		return c.sources, nil
+	}
+	var later []fingerprintRow
+	var err error
+	if c.later.hasLocks() {
+		later, err = c.later.result()
+	} else {
+		c.later.stop()
+		later, err = probeSources(ctx, tx, c.parted)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(c.sources, later...), nil
+}
