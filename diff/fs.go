@@ -114,14 +114,30 @@ func (i fileInfo) IsDir() bool        { return i.dir }
 func (i fileInfo) Sys() any           { return nil }
 
 // Snapshot turns a deployed snapshot (display path → content, as `rwc apply`
-// records it) back into the spec directory display named.
-func Snapshot(specs map[string]string, display string) fs.FS {
-	m := memFS{}
-	prefix := strings.TrimSuffix(display, "/") + "/"
-	for p, content := range specs {
-		if rel, ok := strings.CutPrefix(p, prefix); ok {
-			m[rel] = []byte(content)
+// records it) back into the spec directory it was read from. The paths
+// begin with the directory as apply was given it (pipelines, ./pipelines
+// cleaned to pipelines, an absolute path, or nothing for "."), which need
+// not be how the plan names it: the directory is the one that holds the
+// pipeline files, the backfills' being one below it (a deployment always
+// has a pipeline: apply refuses a backfill of a flow no pipeline defines).
+func Snapshot(specs map[string]string) fs.FS {
+	dir := ""
+	for p := range specs {
+		d := path.Dir(p)
+		if dir == "" || len(d) < len(dir) {
+			dir = d
 		}
+	}
+	m := memFS{}
+	for p, content := range specs {
+		rel := p
+		if dir != "." {
+			var ok bool
+			if rel, ok = strings.CutPrefix(p, dir+"/"); !ok {
+				continue
+			}
+		}
+		m[rel] = []byte(content)
 	}
 	return m
 }

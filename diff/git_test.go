@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -239,4 +240,16 @@ func commitAll(t *testing.T, repo *git.Repository) string {
 		t.Fatal(err)
 	}
 	return h.String()
+}
+
+// A deployed snapshot is the spec directory however apply and plan name it.
+func TestSnapshot(t *testing.T) {
+	for _, prefix := range []string{"pipelines/", "/abs/path/pipelines/", "", "a/backfills/"} {
+		fsys := Snapshot(map[string]string{prefix + "p.yaml": "pipeline: p", prefix + "backfills/b.yaml": "backfill: t"})
+		for name, want := range map[string]string{"p.yaml": "pipeline: p", "backfills/b.yaml": "backfill: t"} {
+			if got, err := fs.ReadFile(fsys, name); err != nil || string(got) != want {
+				t.Errorf("snapshot under %q: %s = %q, %v; want %q", prefix, name, got, err, want)
+			}
+		}
+	}
 }

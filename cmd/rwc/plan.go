@@ -167,7 +167,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		}
 		in.BaseRev = compile.Rev{Source: "git", Commit: rev}
 	case state.Specs != nil:
-		if in.Base, _, err = compile.Load(diff.Snapshot(state.Specs, dir), dir); err != nil {
+		if in.Base, _, err = compile.Load(diff.Snapshot(state.Specs), dir); err != nil {
 			return nil, err
 		}
 		in.BaseRev = compile.Rev{Source: "state", Commit: state.Commit}
