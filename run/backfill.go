@@ -153,7 +153,11 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 			return false, fmt.Errorf("backfill %s batch %d: %s", job.Path, b.n, issues[0].Message)
 		}
 		n := b.n
-		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p,
+		var note *BackfillNote
+		if job.Path != "" && job.Reason != "" {
+			note = &BackfillNote{File: job.Path, Reason: job.Reason, Batch: n, Of: total}
+		}
+		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p, Backfill: note,
 			Record: func(ctx context.Context, tx *sql.Tx, res *Result) error {
 				// Under the flow's lock: a batch another rwc apply committed
 				// since pendingBatches read the ledger is not run twice.

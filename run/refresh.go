@@ -90,6 +90,18 @@ type Request struct {
 	// Record, when set, runs in the refresh's transaction just before it
 	// commits: a backfill's ledger commits with its batch or not at all.
 	Record func(ctx context.Context, tx *sql.Tx, res *Result) error
+	// Backfill names the backfill file an override runs for, and why: the
+	// event log keeps both with the refresh.
+	Backfill *BackfillNote
+}
+
+// BackfillNote is what the event log keeps of the backfill file a refresh
+// ran for.
+type BackfillNote struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
+	Batch  int    `json:"batch"`
+	Of     int    `json:"of"`
 }
 
 // Result is what one refresh did; it is also the event log's record.
@@ -106,10 +118,12 @@ type Result struct {
 	Columns []string `json:"columns"`
 	// Partitions are the partition values an incremental refresh
 	// recomputed (empty for a whole-window refresh).
-	Partitions []string      `json:"partitions,omitempty"`
-	StartedAt  time.Time     `json:"started_at"`
-	Duration   time.Duration `json:"-"`
-	Err        error         `json:"-"`
+	Partitions []string `json:"partitions,omitempty"`
+	// Backfill: the backfill file the refresh ran for (nil: none).
+	Backfill  *BackfillNote `json:"backfill,omitempty"`
+	StartedAt time.Time     `json:"started_at"`
+	Duration  time.Duration `json:"-"`
+	Err       error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
 	// incremental write the whole window's recompute replaced): dead rows
 	// that neither count shows.
@@ -132,7 +146,7 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	var res Result
 	var err error
 	for attempt := 1; ; attempt++ {
-		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}}
+		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}, Backfill: req.Backfill}
 		start := time.Now()
 		err = r.refresh(ctx, req, &res)
 		res.Duration = time.Since(start)
@@ -624,7 +638,11 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
 func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
-	details, _ := json.Marshal(map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions})
+	m := map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions}
+	if res.Backfill != nil {
+		m["backfill"] = res.Backfill
+	}
+	details, _ := json.Marshal(m)
 	_, err := q.ExecContext(ctx, `INSERT INTO rwc.events (flow, kind, action, reasons, predicate_cel, predicate_sql,
 		rows_deleted, rows_inserted, started_at, duration_ms, error, details)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)`,

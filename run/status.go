@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/lib/pq"
@@ -22,13 +24,16 @@ type Event struct {
 	StartedAt    time.Time `json:"started_at"`
 	DurationMS   int64     `json:"duration_ms"`
 	Error        string    `json:"error,omitempty"`
+	// Backfill: the backfill file the refresh ran for, and its reason.
+	Backfill *BackfillNote `json:"backfill,omitempty"`
 }
 
 // Events returns the refresh log, oldest first, for one flow or all ("").
 func Events(ctx context.Context, db *sql.DB, flow string, limit int) ([]Event, error) {
 	rows, err := db.QueryContext(ctx, `SELECT * FROM (
 		SELECT id, flow, kind, action, reasons, coalesce(predicate_cel, ''), coalesce(predicate_sql, ''),
-			coalesce(rows_deleted, 0), coalesce(rows_inserted, 0), started_at, duration_ms, coalesce(error, '')
+			coalesce(rows_deleted, 0), coalesce(rows_inserted, 0), started_at, duration_ms, coalesce(error, ''),
+			details->'backfill'
 		FROM rwc.events WHERE $1 = '' OR flow = $1 ORDER BY id DESC LIMIT $2) e ORDER BY id`, flow, limit)
 	if err != nil {
 		return nil, err
@@ -37,9 +42,16 @@ func Events(ctx context.Context, db *sql.DB, flow string, limit int) ([]Event, e
 	var out []Event
 	for rows.Next() {
 		var e Event
+		var backfill []byte
 		if err := rows.Scan(&e.ID, &e.Flow, &e.Kind, &e.Action, pq.Array(&e.Reasons), &e.PredicateCEL, &e.PredicateSQL,
-			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error); err != nil {
+			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error, &backfill); err != nil {
 			return nil, err
+		}
+		if backfill != nil {
+			e.Backfill = &BackfillNote{}
+			if err := json.Unmarshal(backfill, e.Backfill); err != nil {
+				return nil, fmt.Errorf("event %d: backfill: %v", e.ID, err)
+			}
 		}
 		if e.Reasons == nil {
 			e.Reasons = []string{}

@@ -179,14 +179,18 @@ func newEventsCmd(g *globals) *cobra.Command {
 				return writeJSON(out, evs)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW")
+			fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW\tBACKFILL")
 			for _, e := range evs {
 				action := e.Action
 				if e.Error != "" {
 					action += " FAILED: " + e.Error
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
-					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, e.PredicateCEL)
+				backfill := ""
+				if b := e.Backfill; b != nil {
+					backfill = fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, b.Reason)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
+					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, e.PredicateCEL, backfill)
 			}
 			return tw.Flush()
 		},
