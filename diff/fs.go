@@ -133,7 +133,7 @@ func Snapshot(specs map[string]string) fs.FS {
 		rel := p
 		if dir != "." {
 			var ok bool
-			if rel, ok = strings.CutPrefix(p, dir+"/"); !ok {
+			if rel, ok = strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/"); !ok {
 				continue
 			}
 		}

@@ -244,7 +244,7 @@ func commitAll(t *testing.T, repo *git.Repository) string {
 
 // A deployed snapshot is the spec directory however apply and plan name it.
 func TestSnapshot(t *testing.T) {
-	for _, prefix := range []string{"pipelines/", "/abs/path/pipelines/", "", "a/backfills/"} {
+	for _, prefix := range []string{"pipelines/", "/abs/path/pipelines/", "", "a/backfills/", "/"} {
 		fsys := Snapshot(map[string]string{prefix + "p.yaml": "pipeline: p", prefix + "backfills/b.yaml": "backfill: t"})
 		for name, want := range map[string]string{"p.yaml": "pipeline: p", "backfills/b.yaml": "backfill: t"} {
 			if got, err := fs.ReadFile(fsys, name); err != nil || string(got) != want {

@@ -187,7 +187,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 				}
 				backfill := ""
 				if b := e.Backfill; b != nil {
-					backfill = fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, b.Reason)
+					// One line per event: a reason may span several.
+					backfill = fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " "))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
 					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, e.PredicateCEL, backfill)
