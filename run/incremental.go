@@ -77,13 +77,9 @@ var takenKey = fpKey{source: "", whole: true, value: ""}
 var rewrittenKey = fpKey{source: "", whole: true, value: "rewritten"}
 
 // rewrittenCounted is the stored n of a partition the last refresh
-// rewrote; h is the number of rows it inserted there.
+// rewrote; h is the number of rows it inserted there. (-1, a partition
+// listed without a count, was state version 4's: migration 5 clears it.)
 const rewrittenCounted = -3
-
-// rewrittenPartition is the stored n of a partition the last refresh
-// rewrote, without a count of its own (as rwc stored them up to 2026-11):
-// its rows count towards the rewrite's total, as the whole window's do.
-const rewrittenPartition = -1
 
 type fpKey struct {
 	source string
@@ -129,10 +125,10 @@ func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fi
 	return out, nil
 }
 
-// wholeReason is why the sources fingerprinted whole (dimensions, views)
-// force a whole-window recompute, or "": no fingerprints stored, a source
-// without row identity, or a changed one. The partitioned sources do not
-// matter then, so the refresh can decide before it has probed them.
+// wholeReason is why the sources fingerprinted whole (dimensions) force a
+// whole-window recompute, or "": no fingerprints stored, or a changed
+// source. The partitioned sources do not matter then, so the refresh can
+// decide before it has probed them.
 func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) string {
 	if _, ok := stored[takenKey]; !ok {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
@@ -236,7 +232,7 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 func rewrittenValues(stored map[fpKey][2]int64) []string {
 	var out []string
 	for k, v := range stored {
-		if k.source == "" && !k.whole && (v[0] == rewrittenCounted || v[0] == rewrittenPartition) {
+		if k.source == "" && !k.whole && v[0] == rewrittenCounted {
 			out = append(out, k.value)
 		}
 	}
@@ -251,63 +247,51 @@ func rewrittenValues(stored map[fpKey][2]int64) []string {
 // inserted there; any other its stored fingerprint. After a rewrite of the
 // whole window, whose partitions are not listed, the rows are counted as a
 // whole: when some are missing, which partition lost them is not known, so
-// every partition it rewrote that lies in window counts as changed, and
-// unknown is true. A needless recompute, never a missed change.
+// every partition in window counts as changed, and unknown is true. A
+// needless recompute, never a missed change.
 func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) (dirty []string, unknown bool) {
 	inWindow := inWindowOf(f, window)
 	rw, rewritten := stored[rewrittenKey]
 	whole := rewritten && rewrittenValues(stored) == nil
-	// counted: rewritten, with the rows inserted there (h); pooled:
-	// rewritten, its rows counted with the rewrite's total.
+	// counted: a partition the last refresh rewrote, and the rows it
+	// inserted there.
 	counted := func(v string) (int64, bool) {
 		fp, ok := stored[fpKey{"", false, v}]
 		return fp[1], rewritten && ok && fp[0] == rewrittenCounted
 	}
-	pooled := func(v string) bool {
-		fp, ok := stored[fpKey{"", false, v}]
-		return whole || rewritten && ok && fp[0] == rewrittenPartition
-	}
-	pool := rw[0] // the rewrite's rows in pooled partitions
-	for k, v := range stored {
-		if k.source == "" && !k.whole && v[0] == rewrittenCounted {
-			pool -= v[1]
-		}
-	}
-	var mine int64
+	var mine int64 // the whole window's rewrite's rows found
 	seen := map[string]bool{}
 	for _, t := range target {
 		seen[t.value] = true
+		mine += t.byWriter
 		n, isCounted := counted(t.value)
-		if pooled(t.value) {
-			mine += t.byWriter
-		}
 		switch {
 		case !t.inWindow:
-		case isCounted && (t.n != t.byWriter || t.byWriter != n),
-			pooled(t.value) && t.n != t.byWriter,
-			!isCounted && !pooled(t.value) && stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
+		case whole || isCounted:
+			if t.n != t.byWriter || isCounted && t.byWriter != n {
+				dirty = append(dirty, t.value)
+			}
+		case stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
 			dirty = append(dirty, t.value)
 		}
 	}
-	lost := rewritten && mine != pool
 	for k := range stored {
 		if k.source != "" || k.whole || seen[k.value] || !inWindow(k.value) {
 			continue
 		}
-		n, isCounted := counted(k.value)
-		switch {
-		case isCounted && n > 0, pooled(k.value) && lost, !isCounted && !pooled(k.value):
-			dirty = append(dirty, k.value) // emptied, or may have lost rows
+		if n, isCounted := counted(k.value); !isCounted || n > 0 {
+			dirty = append(dirty, k.value) // emptied
 		}
 	}
+	lost := whole && mine != rw[0]
 	if lost {
 		for _, t := range target {
-			if t.inWindow && pooled(t.value) {
+			if t.inWindow {
 				dirty = append(dirty, t.value)
 			}
 		}
 	}
-	return dirty, lost && whole
+	return dirty, lost
 }
 
 // keepDirt is what an override stores for the target: its fingerprints
@@ -348,8 +332,8 @@ func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerpr
 // the rows it inserted and its transaction, the partitions it rewrote
 // (within written, values among them; nil: the whole window) with the rows
 // it inserted in each (counts), and, for the others, the fingerprints taken
-// before the write (before), which it did not change. Nothing is probed again: what it wrote is recognised at the
-// next refresh.
+// before the write (before), which it did not change. Nothing is probed
+// again: what it wrote is recognised at the next refresh.
 func targetAfter(ctx context.Context, tx *sql.Tx, f *compile.Flow, written *predicate.Predicate, values []string, before []fingerprintRow, inserted int64, counts map[string]int64) ([]fingerprintRow, error) {
 	var writer int64
 	// The write runs in the top-level transaction (no savepoint is open

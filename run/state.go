@@ -99,9 +99,11 @@ var migrations = []string{
 	// 5: the partitions of a partial rewrite carry the rows inserted in each
 	// (rewrittenCounted), which an rwc of version 4 would take for a rewrite
 	// of the whole window, and then could miss a partition emptied by DML:
-	// it must refuse this state instead. Nothing changes in the tables; the
-	// marks version 4 stored stay readable.
-	`SELECT 1`,
+	// it must refuse this state instead. Version 4 listed them without
+	// counts (n = -1): those flows' fingerprints are cleared, so that each
+	// one's next refresh recomputes its window once, as after migration 4.
+	`DELETE FROM rwc.fingerprints WHERE flow IN
+		(SELECT flow FROM rwc.fingerprints WHERE source = '' AND NOT whole AND n = -1);`,
 }
 
 // migrateLock serialises concurrent migrations (two `rwc apply` at once on

@@ -24,24 +24,29 @@ func TestCheckServerVersion(t *testing.T) {
 }
 
 // An older rwc refuses a state that a newer one wrote, rather than
-// misreading it; the migration to version 5 keeps the fingerprints.
+// misreading it. The migration to version 5 clears the fingerprints of the
+// flows whose partial-rewrite marks version 4 stored without counts, and
+// keeps the others'.
 func TestMigrateVersions(t *testing.T) {
 	db, _ := pgtest.DB(t)
 	ctx := context.Background()
 	if err := Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.Exec(t, db, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES ('f', '', false, '2026-03-09', -1, 0)`)
+	pgtest.Exec(t, db, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES
+		('old', '', true, '', 0, 0), ('old', '', true, 'rewritten', 2, 700), ('old', '', false, '2026-03-09', -1, 0),
+		('new', '', true, '', 0, 0), ('new', '', true, 'rewritten', 2, 700), ('new', '', false, '2026-03-09', -3, 2)`)
 	pgtest.Exec(t, db, `UPDATE rwc.schema_version SET version = 4`)
 	if err := Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	var version, marks int
-	if err := db.QueryRow(`SELECT (SELECT version FROM rwc.schema_version), (SELECT count(*) FROM rwc.fingerprints)`).Scan(&version, &marks); err != nil {
+	var version int
+	var flows string
+	if err := db.QueryRow(`SELECT (SELECT version FROM rwc.schema_version), (SELECT string_agg(DISTINCT flow, ',') FROM rwc.fingerprints)`).Scan(&version, &flows); err != nil {
 		t.Fatal(err)
 	}
-	if version != stateVersion || marks != 1 {
-		t.Errorf("after migrating from 4: version %d, %d fingerprint rows; want %d, 1", version, marks, stateVersion)
+	if version != stateVersion || flows != "new" {
+		t.Errorf("after migrating from 4: version %d, fingerprints of %q; want %d, of \"new\" only", version, flows, stateVersion)
 	}
 	pgtest.Exec(t, db, `UPDATE rwc.schema_version SET version = version + 1`)
 	if err := Migrate(ctx, db); err == nil || !strings.Contains(err.Error(), "newer than this rwc understands") {

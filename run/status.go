@@ -137,7 +137,7 @@ func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
 		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole AND value = '') AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
 				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions,
 				max(n) FILTER (WHERE source = '' AND whole AND value = 'rewritten') AS rewritten,
-				count(*) FILTER (WHERE source = '' AND NOT whole AND n IN (-1, -3)) AS rewritten_partitions
+				count(*) FILTER (WHERE source = '' AND NOT whole AND n = -3) AS rewritten_partitions
 			FROM rwc.fingerprints WHERE flow = f.flow) fp ON true
 		ORDER BY f.flow`)
 	if err != nil {
