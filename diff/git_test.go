@@ -83,11 +83,7 @@ func TestHeadOutsideGit(t *testing.T) {
 // its root and the commit.
 func newRepo(t *testing.T) (string, string) {
 	t.Helper()
-	root := t.TempDir()
-	repo, err := git.PlainInit(root, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, repo := initRepo(t)
 	for name, content := range committed {
 		write(name, content)(t, root)
 	}
@@ -161,11 +157,7 @@ func TestHeadSymlinks(t *testing.T) {
 			change: func(*testing.T, string) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			repo, err := git.PlainInit(root, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			root, repo := initRepo(t)
 			write("pipelines/p.yaml", "pipeline: p\n")(t, root)
 			write("shared/orders.yaml", "pipeline: orders\n")(t, root)
 			write("shared/other.yaml", "pipeline: other\n")(t, root)
@@ -184,11 +176,7 @@ func TestHeadSymlinks(t *testing.T) {
 // The spec directory may be the work tree's root, and may be reached by a
 // path through a symbolic link.
 func TestHeadPaths(t *testing.T) {
-	root := t.TempDir()
-	repo, err := git.PlainInit(root, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, repo := initRepo(t)
 	write("p.yaml", "pipeline: p\n")(t, root)
 	head := commitAll(t, repo)
 	via := filepath.Join(t.TempDir(), "via")
@@ -210,11 +198,7 @@ func TestHeadPaths(t *testing.T) {
 
 // When the comparison fails, Head says dirty: a spec linked to nothing.
 func TestHeadError(t *testing.T) {
-	root := t.TempDir()
-	repo, err := git.PlainInit(root, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, repo := initRepo(t)
 	write("pipelines/p.yaml", "pipeline: p\n")(t, root)
 	if err := os.Symlink("missing.yaml", filepath.Join(root, "pipelines", "x.yaml")); err != nil {
 		t.Fatal(err)
@@ -252,4 +236,15 @@ func TestSnapshot(t *testing.T) {
 			}
 		}
 	}
+}
+
+// initRepo is a new, empty repository.
+func initRepo(t *testing.T) (string, *git.Repository) {
+	t.Helper()
+	root := t.TempDir()
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, repo
 }

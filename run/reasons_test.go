@@ -41,6 +41,12 @@ func newScenario(t *testing.T, e *env, spec string) *scenario {
 	return s
 }
 
+// newDailyScenario is dailySpec's flow over ev, seeded (newDailyEnv).
+func newDailyScenario(t *testing.T) *scenario {
+	t.Helper()
+	return newScenario(t, newDailyEnv(t), dailySpec)
+}
+
 // load replaces the flow by the one in spec (a changed spec file).
 func (s *scenario) load(spec string) { s.f = flow(s.t, map[string]string{"p.yaml": spec}, "t") }
 
@@ -582,8 +588,8 @@ tables:
 // to excuse writes nobody asked rwc to make.
 func TestOverrideDoesNotHideExternalChange(t *testing.T) {
 	t.Parallel()
-	e := newDailyEnv(t)
-	s := newScenario(t, e, dailySpec)
+	s := newDailyScenario(t)
+	e := s.e
 	s.refresh()
 	s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
 	checkOutcome(t, s.run(run.Override, `d == date('2026-03-02')`), run.ActionBackfill, run.Backfill)
@@ -731,8 +737,8 @@ func TestDeadRowsResetWithoutTrackCounts(t *testing.T) {
 // first and deleted again count as dead, for the vacuum.
 func TestExternalChangeFoundAfterIncrementalWrite(t *testing.T) {
 	t.Parallel()
-	e := newDailyEnv(t)
-	s := newScenario(t, e, dailySpec)
+	s := newDailyScenario(t)
+	e := s.e
 	s.refresh()
 	dead := e.count(`SELECT dead_rows FROM rwc.flows WHERE flow = 't'`)
 	e.exec(`INSERT INTO ev VALUES ('2026-03-10', 'c', 7)`)           // a source changes one day

@@ -276,17 +276,11 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			return err
 		}
 	}
-	// A window that holds rows whose partition value is NULL (a predicate
-	// TRUE for NULL, as `... || true` is) cannot be narrowed to the values
-	// that changed: NULL is no value to list, and a probe would print it as
-	// the empty string.
-	if fingerprinted {
-		if in, err := window.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err != nil || in {
-			fingerprinted = false
-			if dec.Action == compile.ActionIncremental {
-				fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
-				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
-			}
+	if fingerprinted && holdsNull(window) {
+		fingerprinted = false
+		if dec.Action == compile.ActionIncremental {
+			fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
+			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
 		}
 	}
 	c := &capture{}
@@ -683,8 +677,8 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	if !ok {
 		return false, nil, nil, nil
 	}
-	if in, err := prior.Eval(map[string]predicate.Value{}, predicate.Resolution{}); err != nil || in {
-		return false, nil, nil, nil // the window holds NULL partition values
+	if holdsNull(prior) {
+		return false, nil, nil, nil
 	}
 	stored, err := loadFingerprints(ctx, tx, f.Name())
 	if err != nil {
@@ -699,6 +693,15 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	}
 	dirty, unknown := targetDirt(f, prior, before, stored)
 	return !unknown, prior, dirty, nil
+}
+
+// holdsNull reports whether a window holds rows whose partition value is
+// NULL (a predicate TRUE for NULL, as `... || true` is), or cannot tell:
+// such a window cannot be narrowed to the values that changed (NULL is no
+// value to list) nor fingerprinted per value (a probe prints it as ”).
+func holdsNull(window *predicate.Predicate) bool {
+	in, err := window.Eval(map[string]predicate.Value{}, predicate.Resolution{})
+	return err != nil || in
 }
 
 func isLockTimeout(err error) bool {

@@ -77,8 +77,8 @@ func TestRewrittenPartitionsCheckedByWriter(t *testing.T) {
 		for _, tc := range changes {
 			t.Run(rw.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				e := newDailyEnv(t)
-				s := newScenario(t, e, dailySpec)
+				s := newDailyScenario(t)
+				e := s.e
 				rw.rewrite(s)
 				marks := func() string {
 					return fmt.Sprintf("%s, %d marked, %d fingerprinted",
@@ -116,8 +116,8 @@ func TestRewrittenPartitionsCheckedByWriter(t *testing.T) {
 // (Here the stored id is moved back by 2^32: the same xmin, an id too old.)
 func TestRewrittenMarkExpires(t *testing.T) {
 	t.Parallel()
-	e := newDailyEnv(t)
-	s := newScenario(t, e, dailySpec)
+	s := newDailyScenario(t)
+	e := s.e
 	s.refresh()
 	e.exec(`UPDATE rwc.fingerprints SET h = h - 4294967296 WHERE flow = 't' AND source = '' AND whole AND value = 'rewritten'`)
 	checkOutcome(t, s.refresh(), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
@@ -156,8 +156,7 @@ func TestOverrideKeepsExternalChangePerPartition(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				e := newDailyEnv(t)
-				s := newScenario(t, e, dailySpec)
+				s := newDailyScenario(t)
 				s.refresh() // the window rewritten whole: a mark
 				if !rewrite {
 					expectPartitions(t, s.refresh()) // fingerprints

@@ -15,18 +15,7 @@ import (
 // next refresh would miss the change. The same holds when there is no
 // second connection and the probe runs on the transaction itself.
 func TestAsideProbeSeesTheRefreshSnapshot(t *testing.T) {
-	db, dsn := pgtest.DB(t)
-	other, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	pgtest.Exec(t, db, `CREATE TABLE src (v integer); INSERT INTO src VALUES (1), (2)`)
-	count := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-		var n int64
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM src`).Scan(&n)
-		return []fingerprintRow{{n: n}}, err
-	}
+	db, other, count := twoSessions(t, "src")
 	for _, poolSize := range []int{0, 1} { // 0: no limit, a second connection; 1: none to be had
 		db.SetMaxOpenConns(poolSize)
 		ctx := context.Background()
@@ -64,13 +53,7 @@ func TestAsideProbeSeesTheRefreshSnapshot(t *testing.T) {
 // hold up a probe the refresh waits for, or both would wait until
 // lock_timeout.
 func TestAsideProbeNotQueuedBehindTheRefresh(t *testing.T) {
-	db, dsn := pgtest.DB(t)
-	other, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	pgtest.Exec(t, db, `CREATE TABLE tgt (v integer); INSERT INTO tgt VALUES (1), (2)`)
+	db, other, count := twoSessions(t, "tgt")
 	ctx := context.Background()
 	r := New(db, Options{LockTimeout: 3 * time.Second})
 	// queueExclusive asks for an ACCESS EXCLUSIVE lock on tgt from another
@@ -100,11 +83,6 @@ func TestAsideProbeNotQueuedBehindTheRefresh(t *testing.T) {
 				t.Errorf("the ACCESS EXCLUSIVE request: %v", err)
 			}
 		}
-	}
-	count := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-		var n int64
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tgt`).Scan(&n)
-		return []fingerprintRow{{n: n}}, err
 	}
 	begin := func(t *testing.T) *sql.Tx {
 		t.Helper()
@@ -182,4 +160,23 @@ func TestAsideProbeNotQueuedBehindTheRefresh(t *testing.T) {
 		tx.Rollback()
 		done()
 	})
+}
+
+// twoSessions is a test's database, with table holding two rows, a second
+// pool of sessions on it (someone else), and a probe counting table's rows.
+func twoSessions(t *testing.T, table string) (db, other *sql.DB, count func(context.Context, *sql.Tx) ([]fingerprintRow, error)) {
+	t.Helper()
+	db, dsn := pgtest.DB(t)
+	other, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	pgtest.Exec(t, db, `CREATE TABLE `+table+` (v integer); INSERT INTO `+table+` VALUES (1), (2)`)
+	count = func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+		var n int64
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+		return []fingerprintRow{{n: n}}, err
+	}
+	return db, other, count
 }
