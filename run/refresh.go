@@ -698,7 +698,7 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 // holdsNull reports whether a window holds rows whose partition value is
 // NULL (a predicate TRUE for NULL, as `... || true` is), or cannot tell:
 // such a window cannot be narrowed to the values that changed (NULL is no
-// value to list) nor fingerprinted per value (a probe prints it as ”).
+// value to list) nor fingerprinted per value (a probe prints it as the empty string).
 func holdsNull(window *predicate.Predicate) bool {
 	in, err := window.Eval(map[string]predicate.Value{}, predicate.Resolution{})
 	return err != nil || in
