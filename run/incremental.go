@@ -151,16 +151,20 @@ func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) string {
 }
 
 func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][2]int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT source, whole, value, n, h FROM rwc.fingerprints WHERE flow = $1`, flow)
+	// next: the transaction id the snapshot would give next, read with the
+	// rows (one round trip) for the mark's expiry below.
+	rows, err := tx.QueryContext(ctx, `SELECT source, whole, value, n, h, pg_snapshot_xmax(pg_current_snapshot())::text::bigint
+		FROM rwc.fingerprints WHERE flow = $1`, flow)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := map[fpKey][2]int64{}
+	var next int64
 	for rows.Next() {
 		var k fpKey
 		var n, h int64
-		if err := rows.Scan(&k.source, &k.whole, &k.value, &n, &h); err != nil {
+		if err := rows.Scan(&k.source, &k.whole, &k.value, &n, &h, &next); err != nil {
 			return nil, err
 		}
 		out[k] = [2]int64{n, h}
@@ -168,20 +172,13 @@ func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows.Close()
 	// An xmin is the low 32 bits of a transaction id: once 2^31 more ids
 	// were handed out, another transaction may carry the rewriting one's
 	// xmin, and its rows would pass for rwc's. The mark is dropped then,
 	// and the partitions it stood for read as changed: a needless
 	// recompute, never a missed change.
-	if rw, ok := out[rewrittenKey]; ok {
-		var next int64
-		if err := tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
-			return nil, err
-		}
-		if next-rw[1] >= 1<<31 {
-			delete(out, rewrittenKey)
-		}
+	if rw, ok := out[rewrittenKey]; ok && next-rw[1] >= 1<<31 {
+		delete(out, rewrittenKey)
 	}
 	return out, nil
 }
