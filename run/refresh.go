@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run/session"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -194,15 +195,6 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if err := r.checkQueryTypes(ctx, f); err != nil {
-		return queryError(f, err)
-	}
-	stmts, err := f.Statements(resolved, req.Mode == Full)
-	if err != nil {
-		return err
-	}
-	res.PredicateCEL, res.PredicateSQL = stmts.PredicateCEL, stmts.PredicateSQL
-
 	conn, unlock, err := r.lockFlow(ctx, f)
 	if err != nil {
 		return err
@@ -224,10 +216,20 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	defer tx.Rollback()
 	// DateStyle ISO: partition values are read back as text and must parse.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
-		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())); err != nil {
+	// The parser's settings: a statement of an earlier refresh on this
+	// session may have changed them, and rwc's own SQL is read with them too.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		return err
 	}
+	if err := r.checkQueryTypes(ctx, tx, f); err != nil {
+		return queryError(f, err)
+	}
+	stmts, err := f.Statements(resolved, req.Mode == Full)
+	if err != nil {
+		return err
+	}
+	res.PredicateCEL, res.PredicateSQL = stmts.PredicateCEL, stmts.PredicateSQL
 	st, err := loadFlowState(ctx, tx, f.Name())
 	if err != nil {
 		return err
@@ -593,18 +595,19 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		return deleted, 0, nil
 	}
 	if counts == nil {
-		n, err := execCount(ctx, tx, stmts.Insert)
+		r, err := userExec(ctx, tx, stmts.Insert)
 		if err != nil {
 			return 0, 0, queryError(f, err)
 		}
-		return deleted, n, nil
+		n, err := r.RowsAffected()
+		return deleted, n, err
 	}
 	col := pq.QuoteIdentifier(f.PartitionBy)
-	rows, err := tx.QueryContext(ctx, "WITH ins AS ("+stmts.Insert+"\nRETURNING "+col+") SELECT ("+col+")::text, count(*) FROM ins GROUP BY 1")
+	rows, done, err := userRows(ctx, tx, "WITH ins AS ("+stmts.Insert+"\nRETURNING "+col+") SELECT ("+col+")::text, count(*) FROM ins GROUP BY 1")
 	if err != nil {
 		return 0, 0, queryError(f, err)
 	}
-	defer rows.Close()
+	defer done()
 	var inserted int64
 	for rows.Next() {
 		var v sql.NullString

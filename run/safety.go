@@ -23,16 +23,11 @@ var pgTypeNames = map[string]string{
 // columns with the target's. When one differs (a timestamp stored into a
 // date column), the predicate means something else on the sources: it is
 // then not pushed down, and what changed cannot be read from the sources'
-// fingerprints either. It plans the query without running it.
-func (r *Runner) checkQueryTypes(ctx context.Context, f *compile.Flow) error {
+// fingerprints either. It plans the query without running it, in the
+// refresh's transaction.
+func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flow) error {
 	f.NoPushdown = false
-	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
-	rows, err := r.db.QueryContext(ctx, "SELECT * FROM (\n"+q+"\n) AS src LIMIT 0")
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	types, err := rows.ColumnTypes()
+	types, err := describeQuery(ctx, tx, f.Table.Query.Value)
 	if err != nil {
 		return err
 	}
@@ -48,7 +43,23 @@ func (r *Runner) checkQueryTypes(ctx context.Context, f *compile.Flow) error {
 				f.Name(), t.Name(), strings.ToLower(t.DatabaseTypeName()), col.Type.Canonical)
 		}
 	}
-	return rows.Err()
+	return nil
+}
+
+// describeQuery returns the output columns the server makes of a user's
+// query, as rwc embeds it.
+func describeQuery(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
+	q := strings.TrimRight(strings.TrimSpace(query), ";")
+	rows, done, err := userRows(ctx, tx, "SELECT * FROM (\n"+q+"\n) AS src LIMIT 0")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	return types, rows.Err()
 }
 
 func contains(s []string, x string) bool {

@@ -7,9 +7,8 @@ import (
 	"os"
 	"time"
 
-	_ "github.com/lib/pq"
-
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/session"
 )
 
 // connect opens the database rwc works on: --dsn, else $RWC_DATABASE_URL,
@@ -55,7 +54,7 @@ func startDial(ctx context.Context, dsn string) *dial {
 
 // open connects to dsn and checks that the server answers.
 func open(ctx context.Context, dsn string) (*sql.DB, error) {
-	db, err := sql.Open("postgres", dsn)
+	db, err := session.Open(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}

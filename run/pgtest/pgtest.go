@@ -30,8 +30,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/lib/pq" // DB returns lib/pq connections
 	"github.com/rwc-dev/rwc/run/pgcluster"
+	"github.com/rwc-dev/rwc/run/session"
 )
 
 const dirPrefix = "rwc-pgtest-"
@@ -133,7 +133,7 @@ func DB(t testing.TB) (*sql.DB, string) {
 		t.Fatal(err)
 	}
 	dsn := cluster.DSN(name)
-	db, err := sql.Open("postgres", dsn)
+	db, err := session.Open(dsn)
 	if err == nil {
 		err = db.PingContext(ctx)
 	}

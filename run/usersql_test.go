@@ -1,0 +1,96 @@
+package run
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/run/pgtest"
+	"github.com/rwc-dev/rwc/run/session"
+)
+
+// A statement embedding a user's SQL reaches the server as one statement:
+// the extended protocol refuses a second one where the simple protocol
+// would run it.
+func TestUserSQLIsOneStatement(t *testing.T) {
+	db, _ := pgtest.DB(t)
+	pgtest.Exec(t, db, `CREATE TABLE victim (v int)`)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	_, err = userExec(context.Background(), tx, `SELECT 1; DROP TABLE victim`)
+	if err == nil || !strings.Contains(err.Error(), "cannot insert multiple commands") {
+		t.Fatalf("two statements: %v", err)
+	}
+	tx.Rollback()
+	if pgtest.Count(t, db, `SELECT count(*) FROM pg_class WHERE relname = 'victim'`) != 1 {
+		t.Fatal("victim was dropped")
+	}
+}
+
+// A function a user's statement called may change the parser's settings
+// for the rest of the session; the next user statement is read with them
+// put back.
+func TestUserSQLReassertsParserSettings(t *testing.T) {
+	db, _ := pgtest.DB(t)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := userExec(ctx, tx, `SELECT set_config('standard_conforming_strings', 'off', false)`); err != nil {
+		t.Fatal(err)
+	}
+	types, err := describeQuery(ctx, tx, `SELECT '\' AS a, 1 AS b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != 2 || types[1].Name() != "b" {
+		t.Fatalf("read as %d columns", len(types))
+	}
+}
+
+// Every session rwc opens has the parser's settings, whatever the database
+// or the role says; one where they cannot be had is refused, saying which.
+func TestSessionsHaveParserSettings(t *testing.T) {
+	db, dsn := pgtest.DB(t)
+	pgtest.Exec(t, db, `DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database());
+		EXECUTE format('ALTER DATABASE %I SET backslash_quote = off', current_database()); END$$`)
+	s, err := session.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var scs, bq, app string
+	if err := s.QueryRow(`SELECT current_setting('standard_conforming_strings'), current_setting('backslash_quote'), current_setting('application_name')`).Scan(&scs, &bq, &app); err != nil {
+		t.Fatal(err)
+	}
+	if scs != "on" || bq != "safe_encoding" || app != "rwc" {
+		t.Errorf("session settings: standard_conforming_strings %s, backslash_quote %s, application_name %s", scs, bq, app)
+	}
+}
+
+// A session without the parser's settings (a connection pooler that drops
+// the startup parameters would give one) is refused, saying which.
+func TestSessionRefusedWithoutParserSettings(t *testing.T) {
+	db, dsn := pgtest.DB(t)
+	pgtest.Exec(t, db, `DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database()); END$$`)
+	c, err := pq.NewConnector(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = session.Verify(context.Background(), conn)
+	if err == nil || !strings.Contains(err.Error(), "standard_conforming_strings = off") {
+		t.Fatalf("Verify: %v", err)
+	}
+}
