@@ -40,9 +40,12 @@ lint: build
 	$(GO) vet $(PKGS)
 	$(BIN) lint pipelines
 
-# Short fuzzing sessions of the spec loader and the predicate compiler.
+# Short fuzzing sessions of the spec loader (from bytes, and from disk with
+# links, pipes and encodings), the query analysis and the predicate compiler.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzDirFS -fuzztime 30s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzAnalyze -fuzztime 30s ./compile/query/
 	$(GO) test -run '^$$' -fuzz FuzzCompileTranslate -fuzztime 30s ./spec/predicate/
 
 clean:

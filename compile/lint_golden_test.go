@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/lint/*/want.txt from the current output")
@@ -27,7 +28,7 @@ func TestLintGolden(t *testing.T) {
 	for _, dir := range cases {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			p, ds, err := Load(os.DirFS(dir), "pipelines")
+			p, ds, err := Load(spec.DirFS(dir), "pipelines")
 			if err != nil {
 				t.Fatal(err)
 			}

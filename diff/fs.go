@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,19 +11,32 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/rwc-dev/rwc/spec"
 )
 
 // memFS is a read-only file system of a few small files: a spec directory
 // as a git revision or a deployed snapshot holds it.
-type memFS map[string][]byte
+type memFS map[string]memEntry
+
+// memEntry is a file's content, or why rwc will not read it (a
+// *spec.Refused, which Load reports by the file's name).
+type memEntry struct {
+	data    []byte
+	refused error
+}
 
 func (m memFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	if b, ok := m[name]; ok {
-		return &memFile{name: name, r: strings.NewReader(string(b)), size: int64(len(b))}, nil
+	if e, ok := m[name]; ok {
+		if e.refused != nil {
+			return nil, e.refused
+		}
+		return &memFile{name: name, r: strings.NewReader(string(e.data)), size: int64(len(e.data))}, nil
 	}
 	var entries []fs.DirEntry
 	prefix := name + "/"
@@ -137,7 +151,7 @@ func Snapshot(specs map[string]string) fs.FS {
 				continue
 			}
 		}
-		m[rel] = []byte(content)
+		m[rel] = memEntry{data: []byte(content)}
 	}
 	return m
 }
@@ -163,24 +177,40 @@ func AtRevision(dir, rev string) (fs.FS, string, error) {
 		return nil, "", err
 	}
 	m := memFS{}
-	if sub, err := tree.Tree(rel); err == nil || rel == "." {
-		if rel == "." {
-			sub = tree
-		}
-		err := sub.Files().ForEach(func(f *object.File) error {
-			if !strings.HasSuffix(f.Name, ".yaml") && !strings.HasSuffix(f.Name, ".yml") {
-				return nil
-			}
-			content, err := f.Contents()
-			if err != nil {
-				return err
-			}
-			m[f.Name] = []byte(content)
-			return nil
-		})
+	for _, d := range specDirs {
+		entries, err := specEntries(tree, path.Join(rel, d))
 		if err != nil {
 			return nil, "", err
 		}
+		for _, e := range entries {
+			m[path.Join(d, e.Name)] = blobEntry(tree, path.Join(rel, d, e.Name))
+		}
 	}
 	return m, h.String(), nil
+}
+
+// blobEntry reads the spec file at p in tree as Load would read it in a
+// checkout: a link is followed within the commit (never out of it), and a
+// file past spec.MaxFileSize is refused before it is read.
+func blobEntry(tree *object.Tree, p string) memEntry {
+	for hops := 0; hops < 8; hops++ {
+		f, err := tree.File(p)
+		if err != nil {
+			return memEntry{refused: err}
+		}
+		if f.Size > spec.MaxFileSize {
+			return memEntry{refused: spec.TooLarge()}
+		}
+		content, err := f.Contents()
+		if err != nil {
+			return memEntry{refused: err}
+		}
+		if f.Mode != filemode.Symlink {
+			return memEntry{data: []byte(content)}
+		}
+		if p = path.Join(path.Dir(p), content); path.IsAbs(content) || p == ".." || strings.HasPrefix(p, "../") {
+			return memEntry{refused: spec.OutsideLink()}
+		}
+	}
+	return memEntry{refused: errors.New("too many levels of symbolic links")}
 }

@@ -254,8 +254,14 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 	return n == len(committed), nil
 }
 
-// sameBlob reports whether the file at p (links followed) holds the blob h.
+// sameBlob reports whether the file at p (links followed) holds the blob
+// h. What spec.Load refuses to read (a named pipe, a device, a file past
+// its cap) is not read here either: it cannot be a committed spec.
 func sameBlob(p string, h plumbing.Hash) (bool, error) {
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > spec.MaxFileSize {
+		return false, err
+	}
 	content, err := os.ReadFile(p)
 	if err != nil {
 		return false, err

@@ -17,6 +17,7 @@ import (
 	"github.com/rwc-dev/rwc/compile/query"
 	"github.com/rwc-dev/rwc/run/pgtest"
 	"github.com/rwc-dev/rwc/run/session"
+	"github.com/rwc-dev/rwc/spec"
 )
 
 // The server reads every query lint accepts as the one statement lint read,
@@ -169,7 +170,7 @@ func corpusQueries(t *testing.T) []corpusQuery {
 	var out []corpusQuery
 	dirs, _ := filepath.Glob("../compile/testdata/lint/*")
 	for _, dir := range dirs {
-		p, _, err := compile.Load(os.DirFS(dir), dir)
+		p, _, err := compile.Load(spec.DirFS(dir), dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,13 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"unicode/utf8"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader as a pipeline and as a
@@ -35,6 +40,61 @@ func FuzzLoad(f *testing.F) {
 			for _, tb := range pl.Tables {
 				_ = tb.ReplaceWhere.At(1, 1)
 				_ = tb.Query.AtOffset(len(tb.Query.Value))
+			}
+		}
+	})
+}
+
+// FuzzDirFS reads fuzzed bytes from disk the way rwc lint does, as a spec
+// file, as a link inside the repository, beside links out of it, a named
+// pipe and a file past the size cap: nothing outside is read or quoted,
+// what is not UTF-8 is refused, and no diagnostic points past the file.
+func FuzzDirFS(f *testing.F) {
+	f.Add([]byte("pipeline: p\ntables: {}\n"), uint8(0))
+	f.Add([]byte{0xFF, 0xFE, 'p', 0}, uint8(1))
+	f.Add([]byte("pipeline: caf\xe9\n"), uint8(2))
+	f.Add([]byte("pipeline: p\n\x00"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, layout uint8) {
+		top := t.TempDir()
+		repo, specs := filepath.Join(top, "repo"), filepath.Join(top, "repo", "pipelines")
+		for _, d := range []string{filepath.Join(repo, ".git"), filepath.Join(specs, "backfills")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, filepath.Join(top, "secret"), secret)
+		file := filepath.Join(specs, "a.yaml")
+		if layout%2 == 1 { // the fuzzed file behind a link inside the repository
+			write(t, filepath.Join(repo, "real"), "")
+			link(t, "../real", repo, "pipelines/a.yaml")
+			file = filepath.Join(repo, "real")
+		}
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link(t, "../../secret", repo, "pipelines/b.yaml")
+		link(t, "/dev/zero", repo, "pipelines/backfills/z.yaml")
+		if layout&2 != 0 {
+			if err := syscall.Mkfifo(filepath.Join(specs, "c.yaml"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, ds := Load(DirFS(specs), "pipelines")
+		if out := render(p, ds); strings.Contains(out, secret) {
+			t.Fatalf("quoted a file outside the repository:\n%s", out)
+		}
+		for _, name := range []string{"pipelines/b.yaml", "pipelines/backfills/z.yaml"} {
+			if !has(ds, "RW120", name) {
+				t.Errorf("%s not refused: %v", name, ds)
+			}
+		}
+		if !utf8.Valid(data) && !has(ds, "RW121", "pipelines/a.yaml") {
+			t.Errorf("invalid UTF-8 not refused: %v", ds)
+		}
+		lines := len(p.Sources["pipelines/a.yaml"])
+		for _, d := range ds {
+			if d.File == "pipelines/a.yaml" && d.Line > lines+1 && d.Code != "RW121" {
+				t.Errorf("diagnostic past the end of the file (%d lines): %v", lines, d)
 			}
 		}
 	})

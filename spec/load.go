@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -30,6 +31,15 @@ var allowedKeys = map[string][]string{
 func Load(fsys fs.FS, display string) (*Project, diag.List) {
 	p := &Project{Dir: display, Sources: map[string][]string{}}
 	var ds diag.List
+	// fs.Glob is silent about a directory it cannot read.
+	for _, d := range []string{".", BackfillDir} {
+		if _, err := fs.Stat(fsys, d); err != nil && (d == "." || !errors.Is(err, fs.ErrNotExist)) {
+			ds = append(ds, unreadable(path.Join(display, d), err))
+			if d == "." {
+				return p, ds
+			}
+		}
+	}
 	files, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		ds.Errorf("RW100", diag.Pos{File: display}, "", "cannot list pipelines: %v", err)
@@ -65,8 +75,10 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 	var ds diag.List
 	raw, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		ds.Errorf("RW100", diag.Pos{File: file}, "", "cannot read: %v", err)
-		return nil, nil, ds
+		return nil, nil, append(ds, unreadable(file, err))
+	}
+	if d := encodingProblem(raw, file); d != nil {
+		return nil, nil, append(ds, *d)
 	}
 	src := lineBreak.Split(string(raw), -1)
 	var doc yaml.Node
@@ -95,6 +107,20 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 	}
 	duplicateKeys(&doc, file, &ds)
 	return &doc, src, ds
+}
+
+// unreadable is the diagnostic for a spec path rwc cannot or will not
+// read (see DirFS); it quotes nothing of the path.
+func unreadable(file string, err error) diag.Diagnostic {
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return diag.Diagnostic{Code: "RW120", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: file + " " + refused.Reason, Hint: refused.Hint}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is the diagnostic's already
+	}
+	return diag.Diagnostic{Code: "RW100", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: fmt.Sprintf("cannot read: %v", err)}
 }
 
 // lineBreak is YAML's idea of a line break, so line numbers agree with it.

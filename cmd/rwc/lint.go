@@ -8,6 +8,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec"
 )
 
 func newLintCmd(g *globals) *cobra.Command {
@@ -68,7 +69,7 @@ func loadProject(dir string) (*compile.Project, diag.List, error) {
 	if err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory of pipeline specs (give the directory, e.g. rwc lint pipelines)", dir)
 	}
-	return compile.Load(os.DirFS(dir), dir)
+	return compile.Load(spec.DirFS(dir), dir)
 }
 
 func sourcesOf(p *compile.Project) diag.Sources {

@@ -1,0 +1,206 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// The most rwc reads of one spec or backfill file, and of a spec
+// directory's files together. A spec is a few kilobytes; a larger file is
+// a mistake or an attack (/dev/zero behind a link would be read forever).
+const (
+	MaxFileSize  = 8 << 20
+	MaxTotalSize = 64 << 20
+)
+
+// Refused is why rwc will not read a spec path. It is decided before a
+// byte of the path is read, and Load quotes nothing of such a file.
+type Refused struct{ Reason, Hint string }
+
+func (r *Refused) Error() string { return r.Reason }
+
+// DirFS is the spec directory dir on disk as rwc reads it. Specs arrive in
+// pull requests from anyone while CI holds secrets, so it refuses what a
+// spec path must not be: a symbolic link leading out of the repository
+// that holds dir (out of dir itself outside a repository), anything but a
+// directory or a regular file, a file over MaxFileSize, and more than
+// MaxTotalSize in all.
+func DirFS(dir string) fs.FS {
+	d := &dirFS{dir: dir, total: new(atomic.Int64)}
+	d.root = sync.OnceValues(func() (string, error) { return boundary(dir) })
+	return d
+}
+
+type dirFS struct {
+	dir   string
+	root  func() (string, error)
+	total *atomic.Int64
+}
+
+func (d *dirFS) Open(name string) (fs.File, error) {
+	full, st, err := d.check(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(full)
+	if err != nil || st.IsDir() {
+		return f, err
+	}
+	return &cappedFile{File: f, name: name, total: d.total}, nil
+}
+
+func (d *dirFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	full, st, err := d.check(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
+	}
+	return os.ReadDir(full)
+}
+
+// check vets every step of name, the spec directory itself included,
+// before anything is opened, and returns the path and what it leads to.
+func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return "", nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	root, err := d.root()
+	if err != nil {
+		return "", nil, err
+	}
+	steps := []string{"."}
+	if name != "." {
+		parts := strings.Split(name, "/")
+		for i := range parts {
+			steps = append(steps, path.Join(parts[:i+1]...))
+		}
+	}
+	var st fs.FileInfo
+	for i, s := range steps {
+		if st, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root, i == len(steps)-1); err != nil {
+			return "", nil, err
+		}
+	}
+	return filepath.Join(d.dir, filepath.FromSlash(name)), st, nil
+}
+
+// vet refuses p when it is a link leading outside root, or neither a
+// directory nor (last) a regular file of at most MaxFileSize.
+func vet(p, root string, last bool) (fs.FileInfo, error) {
+	lst, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if lst.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			resolved, err = filepath.Abs(resolved)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !inside(root, resolved) {
+			return nil, OutsideLink()
+		}
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	switch m := st.Mode(); {
+	case m.IsDir():
+		return st, nil
+	case !m.IsRegular() || !last:
+		return nil, &Refused{Reason: "is " + fileKind(m) + ", not a regular file", Hint: "a spec is a regular YAML file: remove this one or replace it with one"}
+	case st.Size() > MaxFileSize:
+		return nil, TooLarge()
+	}
+	return st, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return fmt.Sprintf("a special file (%s)", m.Type())
+}
+
+// OutsideLink refuses a link that leads out of the repository.
+func OutsideLink() *Refused {
+	return &Refused{
+		Reason: "is a symbolic link to a path outside the repository; rwc reads no file outside it",
+		Hint:   "replace the link with the file itself, or link to a file inside the repository",
+	}
+}
+
+// TooLarge refuses a file past MaxFileSize.
+func TooLarge() *Refused {
+	return &Refused{
+		Reason: fmt.Sprintf("is larger than %d MiB, the most rwc reads of a spec file", MaxFileSize>>20),
+		Hint:   "a spec is a few kilobytes: split it into one pipeline per file, or check that this is the file you meant",
+	}
+}
+
+// boundary is the directory no spec path may lead out of: the git work
+// tree holding dir (found by its .git, without following dir's own last
+// link, which the repository may hold), else dir itself.
+func boundary(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
+			return filepath.EvalSymlinks(p)
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+func inside(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// cappedFile stops a file that grows past what its size said, or past the
+// directory's total, at the cap.
+type cappedFile struct {
+	*os.File
+	name  string
+	read  int64
+	total *atomic.Int64
+}
+
+func (f *cappedFile) Read(b []byte) (int, error) {
+	n, err := f.File.Read(b)
+	f.read += int64(n)
+	switch {
+	case f.read > MaxFileSize:
+		return n, TooLarge()
+	case f.total.Add(int64(n)) > MaxTotalSize:
+		return n, &Refused{
+			Reason: fmt.Sprintf("is past the %d MiB rwc reads of a spec directory's files in all", MaxTotalSize>>20),
+			Hint:   "keep the spec directory to the pipelines and backfills",
+		}
+	}
+	return n, err
+}
