@@ -5,6 +5,7 @@ BIN     := bin/rwc
 PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
 TESTFLAGS ?= -count=1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build test demo bench lint fuzz postgres clean
 
@@ -18,6 +19,8 @@ postgres:
 
 test: postgres
 	$(GO) vet $(PKGS)
+	$(GO) mod tidy -diff
+	$(GO) run $(STATICCHECK) $(PKGS)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test $(TESTFLAGS) $(PKGS)

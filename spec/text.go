@@ -30,7 +30,7 @@ func newText(src []string, file string, n *yaml.Node) Text {
 	}
 	lines := map[int][]rune{} // only the lines the value spans are converted
 	next := func() (rune, diag.Pos, bool) {
-		for line-1 < len(src) {
+		if line-1 < len(src) {
 			l, ok := lines[line]
 			if !ok {
 				l = []rune(src[line-1])

@@ -13,9 +13,9 @@ import (
 var update = flag.Bool("update", false, "rewrite generated docs and golden files from the current output")
 
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{
-		"rwc": func() int { return execute(os.Args[1:]) },
-	}))
+	testscript.Main(m, map[string]func(){
+		"rwc": func() { os.Exit(execute(os.Args[1:])) },
+	})
 }
 
 // TestScripts runs the command-line scenarios in testdata/script: real

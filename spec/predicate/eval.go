@@ -99,6 +99,9 @@ func (p *Predicate) program(rc Resolution) (cel.Program, error) {
 	}
 	prg, err := p.env.Program(p.checked,
 		cel.CostLimit(maxEvalCost),
+		// The clock is bound per program, not per environment as
+		// cel.Function would: one environment serves every refresh.
+		//lint:ignore SA1019 no replacement binds an overload per program
 		cel.Functions(
 			&functions.Overload{Operator: "current_date", Function: func(...ref.Val) ref.Val {
 				return DateOf(rc.Now.In(rc.loc()))
