@@ -1,12 +1,16 @@
 package run_test
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
@@ -64,5 +68,40 @@ func TestVolatileBuiltins(t *testing.T) {
 	}
 	if got := compile.VolatileBuiltinsText(); got != b.String() {
 		t.Errorf("compile/volatile_builtins.txt differs from the server's pg_proc; run go test ./run -run TestVolatileBuiltins -update and review the diff")
+	}
+}
+
+// VolatileLookup resolves by schema, search_path order and arity: only the
+// candidates PostgreSQL could pick are asked whether they are volatile.
+func TestVolatileLookup(t *testing.T) {
+	db, _ := pgtest.DB(t)
+	for _, q := range []string{
+		`CREATE SCHEMA app`,
+		`CREATE FUNCTION app.f(a int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT a'`,
+		`CREATE FUNCTION app.f(a int, b int) RETURNS int LANGUAGE sql STABLE AS 'SELECT a'`,
+		`CREATE FUNCTION app.g(a int, b int DEFAULT 0) RETURNS int LANGUAGE sql AS 'SELECT a'`,
+		`CREATE FUNCTION app.h(VARIADIC a int[]) RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+		`CREATE FUNCTION app.k() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+		`CREATE FUNCTION public.k() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 1'`,
+		`CREATE FUNCTION public.w() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := []query.Call{
+		{Schema: "app", Name: "f", Args: 1}, {Schema: "app", Name: "f", Args: 2}, {Schema: "app", Name: "f", Args: 3},
+		{Schema: "app", Name: "g", Args: 1}, {Schema: "app", Name: "g", Args: 2},
+		{Schema: "app", Name: "h", Args: 0}, {Schema: "app", Name: "h", Args: 5},
+		{Name: "k"}, {Schema: "app", Name: "k"}, {Name: "w"}, {Name: "random"}, {Name: "now"}, {Name: "nosuch"},
+		{Schema: "nosuch", Name: "f", Args: 1},
+	}
+	want := []string{"app.f", "", "", "app.g", "app.g", "app.h", "app.h", "", "app.k", "public.w", "pg_catalog.random", "", "", ""}
+	got, err := run.VolatileLookup(context.Background(), db)(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("lookup\n got %q\nwant %q", got, want)
 	}
 }
