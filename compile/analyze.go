@@ -157,6 +157,7 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 		} else {
 			f.Query = a
 			ds = append(ds, byName(t, a)...)
+			ds = append(ds, readOnly(t, a)...)
 			if f.Predicate != nil {
 				ds = append(ds, pushdown(f)...)
 			}

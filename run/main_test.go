@@ -18,7 +18,8 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.run"); f != nil {
 		re, err := regexp.Compile(f.Value.String())
 		if err == nil && (re.MatchString("TestCrashMidInsertLeavesTargetAsBefore") ||
-			re.MatchString("TestConcurrentApplies") || re.MatchString("TestBadInputAtRunTime")) {
+			re.MatchString("TestConcurrentApplies") || re.MatchString("TestBadInputAtRunTime") ||
+			re.MatchString("TestLeastPrivilegeRecipe")) {
 			go binOnce.Do(buildBinary)
 		}
 	}

@@ -113,6 +113,12 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 				return err
 			}
 			defer db.Close()
+			// Warnings only: they are printed and the apply goes on.
+			cw, err := p.CatalogWarnings(run.VolatileLookup(cmd.Context(), db))
+			if err != nil {
+				return err
+			}
+			diag.WriteText(cmd.ErrOrStderr(), cw, sourcesOf(p))
 			if saved != nil {
 				if err := checkPlanCurrent(cmd.Context(), db, saved, p); err != nil {
 					return err

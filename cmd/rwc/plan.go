@@ -178,6 +178,14 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 	}
 	p.SpecDir = dir
 	p.Diagnostics = append(p.Diagnostics, ds...)
+	if db != nil {
+		// The catalog knows the user's functions, which lint cannot judge.
+		cw, err := head.CatalogWarnings(run.VolatileLookup(ctx, db))
+		if err != nil {
+			return nil, err
+		}
+		p.Diagnostics = append(p.Diagnostics, cw...)
+	}
 	return p, nil
 }
 

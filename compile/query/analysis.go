@@ -31,6 +31,12 @@ type Analysis struct {
 	Aggregates bool
 	// SetOp is true when the top level is UNION / INTERSECT / EXCEPT.
 	SetOp bool
+	// Calls is every function call anywhere in the query, in text order,
+	// not deduplicated: lint positions a warning at each.
+	Calls []Call
+	// Locks is every locking clause (FOR UPDATE, …) anywhere in the query:
+	// a source query must only read, and these take row locks on the sources.
+	Locks []Lock
 
 	q *analyzer // the parse tree and what was derived from it, for Lineage
 }

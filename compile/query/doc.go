@@ -57,5 +57,7 @@
 // Exactly one SELECT (WITH, set operations and VALUES included). Empty
 // input, several statements, other statements, SELECT INTO and
 // data-modifying CTEs are reported as a *SyntaxError whose Reason says
-// which, so the caller has one error type with one offset to map.
+// which, so the caller has one error type with one offset to map. A SELECT
+// that would lock rows (FOR UPDATE, …) or call functions is still one:
+// Analysis.Locks and Analysis.Calls say where, and the caller judges them.
 package query

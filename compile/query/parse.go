@@ -86,6 +86,8 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 		Tables:      distinctTables(a.tables),
 		References:  byOffset(a.tables),
 		SetOp:       isSetOp(top),
+		Calls:       calls(top),
+		Locks:       locks(sql, top),
 		q:           a,
 	}
 	for _, t := range targets(leftmost(top)) {

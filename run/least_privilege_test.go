@@ -1,0 +1,180 @@
+package run_test
+
+import (
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/run/pgtest"
+)
+
+// recipeSQL is the one ```sql block of docs/least-privilege.md, as the
+// docs show it: the test runs what users copy.
+func recipeSQL(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/least-privilege.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?ms)^```sql\n(.*?)^```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) != 1 {
+		t.Fatalf("docs/least-privilege.md has %d ```sql blocks, want the recipe alone", len(blocks))
+	}
+	return blocks[0][1]
+}
+
+// asRole is dsn with the user replaced (the test cluster trusts every
+// connection, so no password is needed).
+func asRole(t *testing.T, dsn, role string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
+const leastPrivilegeSources = `
+	CREATE SCHEMA raw;
+	CREATE TABLE raw.events (event_date date, page text);
+	CREATE TABLE raw.pages (page text, title text);
+	INSERT INTO raw.events VALUES ('2026-03-08', 'home'), ('2026-03-09', 'home'), ('2026-03-09', 'cart');
+	INSERT INTO raw.pages VALUES ('home', 'Home'), ('cart', 'Cart');
+	-- What a spec may call to write a source: an ordinary function (SECURITY
+	-- INVOKER), which EXECUTE to PUBLIC lets every role run.
+	CREATE FUNCTION raw.log_view(p text) RETURNS text LANGUAGE plpgsql AS
+		$$BEGIN INSERT INTO raw.events VALUES ('2000-01-01', p); RETURN p; END$$;`
+
+const leastPrivilegeSpec = `pipeline: views
+schema: analytics
+tables:
+  page_views:
+    replace_where: event_date >= date('2026-03-01')
+    columns:
+      event_date: date
+      title: text
+      views: bigint
+    query: |
+      SELECT e.event_date, p.title, count(*) AS views
+      FROM raw.events e JOIN raw.pages p ON p.page = e.page
+      GROUP BY e.event_date, p.title
+`
+
+const writingSpec = `pipeline: sneaky
+schema: analytics
+tables:
+  sneaky:
+    replace_where: event_date >= date('2026-03-01')
+    columns:
+      event_date: date
+      page: text
+    query: SELECT event_date, raw.log_view(page) AS page FROM raw.events
+`
+
+// TestLeastPrivilegeRecipe proves docs/least-privilege.md: after its SQL,
+// rwc_deployer can apply and refresh a pipeline that reads the sources, but
+// a spec whose query writes a source through a function fails and changes
+// nothing, and the role cannot write the sources itself.
+func TestLeastPrivilegeRecipe(t *testing.T) {
+	db, dsn := pgtest.DB(t)
+	mustExec(t, db, leastPrivilegeSources)
+	// Roles are the cluster's, not the database's: remove this one (and
+	// what it owns and was granted here) before the database goes.
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP OWNED BY rwc_deployer CASCADE`, `DROP ROLE IF EXISTS rwc_deployer`} {
+			if _, err := db.Exec(q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	mustExec(t, db, recipeSQL(t))
+	role := asRole(t, dsn, "rwc_deployer")
+
+	var super, createRole, createDB bool
+	if err := db.QueryRow(`SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = 'rwc_deployer'`).Scan(&super, &createRole, &createDB); err != nil {
+		t.Fatal(err)
+	}
+	if super || createRole || createDB {
+		t.Fatalf("rwc_deployer: superuser %v, createrole %v, createdb %v; want none", super, createRole, createDB)
+	}
+
+	good := writeSpecs(t, map[string]string{"views.yaml": leastPrivilegeSpec})
+	if code, out := runRWC(t, role, "apply", "--allow-dirty", good); code != 0 {
+		t.Fatalf("rwc apply as rwc_deployer exited %d:\n%s", code, out)
+	}
+	mustExec(t, db, `INSERT INTO raw.events VALUES ('2026-03-10', 'cart')`)
+	if code, out := runRWC(t, role, "apply", "--allow-dirty", good); code != 0 {
+		t.Fatalf("second rwc apply as rwc_deployer exited %d:\n%s", code, out)
+	}
+	if got := rowsOf(t, db, `SELECT event_date || ' ' || title || ' ' || views FROM analytics.page_views ORDER BY 1`); strings.Join(got, "; ") !=
+		"2026-03-08 Home 1; 2026-03-09 Cart 1; 2026-03-09 Home 1; 2026-03-10 Cart 1" {
+		t.Errorf("page_views after two applies: %q", got)
+	}
+
+	before := rowsOf(t, db, `SELECT event_date || ' ' || page FROM raw.events ORDER BY 1`)
+	sneaky := writeSpecs(t, map[string]string{"views.yaml": leastPrivilegeSpec, "sneaky.yaml": writingSpec})
+	code, out := runRWC(t, role, "apply", "--allow-dirty", sneaky)
+	if code != 1 || !strings.Contains(out, "permission denied for table events") || !strings.Contains(out, "warning RW405") {
+		t.Errorf("apply of a query writing through a function: exit %d, want 1 with RW405 and permission denied:\n%s", code, out)
+	}
+	if after := rowsOf(t, db, `SELECT event_date || ' ' || page FROM raw.events ORDER BY 1`); strings.Join(after, ";") != strings.Join(before, ";") {
+		t.Errorf("the source changed: %q, was %q", after, before)
+	}
+
+	as, err := sql.Open("postgres", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	for _, q := range []string{
+		`INSERT INTO raw.events VALUES ('2000-01-01', 'x')`,
+		`UPDATE raw.events SET page = 'x'`,
+		`DELETE FROM raw.events`,
+		`TRUNCATE raw.events`,
+		`ALTER TABLE raw.events ADD COLUMN x int`,
+		`CREATE TABLE raw.planted (x int)`,
+		`CREATE TABLE public.planted (x int)`,
+		`SELECT raw.log_view('x')`,
+	} {
+		_, err := as.Exec(q)
+		var pe *pq.Error
+		if err == nil || !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Errorf("as rwc_deployer, %s: %v; want permission denied", q, err)
+		}
+	}
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+}
+
+func rowsOf(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
