@@ -57,8 +57,11 @@ func loadClean(cmd *cobra.Command, dir string) (*compile.Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ds.HasErrors() {
+	// Warnings too: a volatile function (RW405) matters most where it runs.
+	if len(ds) > 0 {
 		diag.WriteText(cmd.ErrOrStderr(), ds, sourcesOf(p))
+	}
+	if ds.HasErrors() {
 		return nil, fmt.Errorf("%s has errors (%s); nothing was changed", dir, ds.Summary())
 	}
 	return p, nil
