@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/rwc-dev/rwc/diag"
 )
@@ -69,18 +68,6 @@ func checkStorable(what string, t Text) diag.List {
 	if i := strings.IndexByte(t.Value, 0); i >= 0 {
 		ds.Errorf("RW117", t.AtOffset(i), "remove the \\0 (or \\x00, \\u0000) escape",
 			"the %s contains a NUL character, which PostgreSQL text cannot hold", what)
-	}
-	return ds
-}
-
-// checkFileName refuses a file name that is not UTF-8: rwc records file
-// names in its state, in text and jsonb columns, where PostgreSQL would
-// refuse it or Go's JSON encoder silently replace the bad bytes.
-func checkFileName(file string) diag.List {
-	var ds diag.List
-	if !utf8.ValidString(file) {
-		ds.Errorf("RW117", diag.Pos{File: strings.ToValidUTF8(file, "\uFFFD")}, "rename the file using UTF-8",
-			"the file name is not valid UTF-8, which rwc's state in PostgreSQL cannot hold")
 	}
 	return ds
 }

@@ -1,9 +1,7 @@
 package spec
 
 import (
-	"strings"
 	"testing"
-	"testing/fstest"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,25 +23,6 @@ func TestTextNULEscape(t *testing.T) {
 		if got := txt.AtOffset(want.off); got.Line != 1 || got.Column != want.col {
 			t.Errorf("offset %d (%q): at %v, want column %d", want.off, txt.Value[want.off], got, want.col)
 		}
-	}
-}
-
-const okPipeline = "pipeline: p\ntables:\n  t:\n    replace_where: d >= current_date()\n    columns:\n      d: date\n    query: SELECT d FROM s\n"
-
-func TestFileNameNotUTF8(t *testing.T) {
-	fsys := fstest.MapFS{
-		"a\xff.yaml":           {Data: []byte(okPipeline)},
-		"backfills/b\xfe.yaml": {Data: []byte("backfill: t\nwhere: d >= date('2026-01-01')\nreason: r\n")},
-	}
-	_, ds := Load(fsys, "pipelines")
-	n := 0
-	for _, d := range ds {
-		if d.Code == "RW117" && strings.Contains(d.Message, "not valid UTF-8") {
-			n++
-		}
-	}
-	if n != 2 {
-		t.Errorf("want RW117 for both files, got %v", ds)
 	}
 }
 

@@ -138,7 +138,6 @@ func duplicateKeys(n *yaml.Node, file string, ds *diag.List) {
 func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.List) {
 	doc, src, ds := parse(fsys, name, file)
 	p.Sources[file] = src
-	ds = append(ds, checkFileName(file)...)
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
@@ -242,7 +241,6 @@ func columnNames(t *Table) string {
 func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.List) {
 	doc, src, ds := parse(fsys, name, file)
 	p.Sources[file] = src
-	ds = append(ds, checkFileName(file)...)
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
