@@ -79,7 +79,7 @@ func Parse(s string) (Type, error) {
 	if !ok {
 		return Type{}, fmt.Errorf("unknown PostgreSQL type %q", m[1])
 	}
-	if nmods := modCount(m[2], m[3]); nmods > a.mods || nmods > len(limits[a.base]) {
+	if modCount(m[2], m[3]) > a.mods {
 		return Type{}, fmt.Errorf("type %q takes %s", a.base, modWords(a.mods))
 	}
 	mods, err := modifiers(m[1], a.base, m[2:4])
@@ -114,15 +114,16 @@ var (
 	charLength = limit{"length", 1, 10485760, "a length is at least 1; write %s(1), or text for strings of any length", "for longer strings use text, which has no length limit"}
 	bitLength  = limit{"length", 1, 83886080, "a length is at least 1; write %s(1)", "for longer bit strings use bit varying without a length"}
 	timePrec   = limit{"precision", 0, 6, "", timeHint}
-	scale      = "the scale is how many digits to keep after the decimal point, e.g. numeric(12,2)"
 )
+
+const scaleHint = "the scale is how many digits to keep after the decimal point, e.g. numeric(12,2)"
 
 var limits = map[string][]limit{
 	"character varying":           {charLength},
 	"character":                   {charLength},
 	"bit":                         {bitLength},
 	"bit varying":                 {bitLength},
-	"numeric":                     {{"precision", 1, 1000, "the precision is the number of digits, at least 1; or write numeric without a precision", "write numeric without a precision to store any number of digits"}, {"scale", -1000, 1000, scale, scale}},
+	"numeric":                     {{"precision", 1, 1000, "the precision is the number of digits, at least 1; or write numeric without a precision", "write numeric without a precision to store any number of digits"}, {"scale", -1000, 1000, scaleHint, scaleHint}},
 	"timestamp without time zone": {timePrec},
 	"timestamp with time zone":    {timePrec},
 	"time without time zone":      {timePrec},
@@ -156,6 +157,9 @@ func modifiers(spelling, base string, written []string) (string, error) {
 	for i, w := range written {
 		if w == "" {
 			break
+		}
+		if i >= len(limits[base]) {
+			return "", fmt.Errorf("type %q takes %s", base, modWords(len(limits[base])))
 		}
 		l := limits[base][i]
 		n, err := strconv.ParseInt(w, 10, 64)

@@ -100,3 +100,21 @@ func (s *session) create(typ string) (string, error) {
 		WHERE attrelid = 't'::regclass AND attname = 'c'`).Scan(&out)
 	return out, err
 }
+
+// TestParseLimits pins the bounds and canonical spellings without a server
+// (RWC_SKIP_PG=1 skips the differential test above).
+func TestParseLimits(t *testing.T) {
+	for typ, want := range map[string]string{
+		"varchar(10485760)": "character varying(10485760)", "varchar(10485761)": "",
+		"char(0)": "", "numeric(1000,-1000)": "numeric(1000,-1000)", "numeric(1001,0)": "",
+		"timestamp(6)": "timestamp(6) without time zone", "timestamptz(7)": "",
+		"time(3)": "time(3) without time zone", "timetz(3)[]": "time(3) with time zone[]",
+		"interval(3)": "interval(3)", "bit(83886081)": "", "varchar(007)": "character varying(7)",
+		"text(3)": "",
+	} {
+		got, err := pgtype.Parse(typ)
+		if got.Canonical != want || (err == nil) != (want != "") {
+			t.Errorf("Parse(%q) = %q, %v; want %q", typ, got.Canonical, err, want)
+		}
+	}
+}
