@@ -188,6 +188,7 @@ func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.Li
 			pl.Pos = at(v)
 		case "schema":
 			pl.Schema = v.Value
+			ds = append(ds, checkSchema(v.Value, at(v))...)
 		case "tables":
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				if brokenAt(bad, "tables", v.Content[j].Value) {
@@ -228,17 +229,30 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 				cn, ct := val.Content[j], val.Content[j+1]
 				typ, err := pgtype.Parse(ct.Value)
 				if err != nil {
-					ds.Errorf("RW106", at(ct), "known types: "+strings.Join(pgtype.Known(), ", "), "column %s: %v", cn.Value, err)
+					ds = append(ds, typeError(cn.Value, at(ct), err))
 				}
 				t.Columns = append(t.Columns, Column{Name: cn.Value, Type: typ, Pos: at(cn), TypePos: at(ct)})
 			}
 		}
 	}
+	ds = append(ds, checkColumns(t)...)
 	if t.PartitionBy != "" && t.Column(t.PartitionBy) == nil {
 		ds.Errorf("RW108", t.PartitionPos, "partition_by names one of the table's columns: "+columnNames(t),
 			"partition_by %q is not a column of %s", t.PartitionBy, t.Name)
 	}
 	return t, ds
+}
+
+// typeError is RW114 for a modifier out of PostgreSQL's range, whose hint
+// says what to write instead, and RW106 for any other bad type.
+func typeError(column string, at diag.Pos, err error) diag.Diagnostic {
+	d := diag.Diagnostic{Code: "RW106", Severity: diag.Error, Pos: at, Message: fmt.Sprintf("column %s: %v", column, err),
+		Hint: "known types: " + strings.Join(pgtype.Known(), ", ")}
+	var re *pgtype.RangeError
+	if errors.As(err, &re) {
+		d.Code, d.Hint = "RW114", re.Hint()
+	}
+	return d
 }
 
 func columnNames(t *Table) string {
@@ -274,6 +288,7 @@ func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.Li
 			b.Where = newText(src, file, v)
 		case "reason":
 			b.Reason = v.Value
+			ds = append(ds, checkStorable("reason", newText(src, file, v))...)
 		case "batch":
 			b.BatchDays, _ = strconv.Atoi(strings.TrimSuffix(v.Value, "d"))
 			b.BatchPos = diag.Pos{File: file, Line: v.Line, Column: v.Column}

@@ -50,6 +50,15 @@ func newText(src []string, file string, n *yaml.Node) Text {
 	}
 	last := t.Pos
 	for _, v := range n.Value {
+		if v == 0 {
+			// YAML cannot hold a raw NUL, only an escape (\0, \x00,
+			// \u0000) that starts where the walk stands; searching for the
+			// NUL itself would run to the end of the file.
+			p := diag.Pos{File: file, Line: line, Column: col}
+			t.runes = append(t.runes, p)
+			last = p
+			continue
+		}
 		for {
 			r, p, ok := next()
 			if !ok {

@@ -134,3 +134,7 @@ func groupByAll(sql string) (at, next int) {
 	}
 	return -1, -1
 }
+
+// nulHint is for a query holding a NUL, which YAML writes as an escape in
+// a double-quoted scalar; PostgreSQL cannot take one in query text.
+const nulHint = `remove the \0 (or \x00, \u0000) escape; PostgreSQL query text cannot hold a NUL`

@@ -26,7 +26,7 @@ import (
 // flows felt.
 func Fingerprint(sql string) (string, error) {
 	if i := strings.IndexByte(sql, 0); i >= 0 {
-		return "", &SyntaxError{Offset: i, Message: "query contains a NUL byte", Reason: ReasonSyntax}
+		return "", &SyntaxError{Offset: i, Message: "query contains a NUL byte", Hint: nulHint, Reason: ReasonSyntax}
 	}
 	if _, err := pg.Parse(sql); err != nil {
 		return "", parseError(sql, err)

@@ -36,7 +36,7 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 	// The parser takes a C string: a NUL would silently cut the query short
 	// and rwc would analyse something else than what it runs.
 	if i := strings.IndexByte(sql, 0); i >= 0 {
-		return nil, &SyntaxError{Offset: i, Message: "query contains a NUL byte", Reason: ReasonSyntax}
+		return nil, &SyntaxError{Offset: i, Message: "query contains a NUL byte", Hint: nulHint, Reason: ReasonSyntax}
 	}
 	tree, err := pg.Parse(sql)
 	if err != nil {

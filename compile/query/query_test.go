@@ -437,6 +437,7 @@ var analyzeCases = []analyzeCase{
 		name:      "NUL byte",
 		sql:       "SELECT 1\x00; DROP TABLE t",
 		errAt:     "\x00",
+		errHint:   "PostgreSQL query text cannot hold a NUL",
 		errReason: ReasonSyntax,
 	},
 }

@@ -24,9 +24,18 @@ func Batches(p, exclude *Predicate, col string, days int) (batches []string, ok 
 		if !okLo || !okHi {
 			return nil, false
 		}
-		for start := lo; start <= hi; start += Date(days) {
-			end := min(start+Date(days-1), hi)
+		for start := lo; start <= hi; {
+			// Compared as hi-start, never start+days: a batch of
+			// 9223372036854775807d (the spec allows any number) would wrap.
+			end := hi
+			if int64(hi-start) >= int64(days) {
+				end = start + Date(days-1)
+			}
 			batches = append(batches, fmt.Sprintf("(%s) && %s >= date('%s') && %s <= date('%s')", p.Root.CEL(), col, start, col, end))
+			if end == hi {
+				break
+			}
+			start = end + 1
 		}
 	}
 	return batches, true

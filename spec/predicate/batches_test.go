@@ -1,6 +1,7 @@
 package predicate
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func TestBatches(t *testing.T) {
 		{"date in ['2026-01-01', '2026-01-09']", nil, 7, []string{"2026-01-01..2026-01-01", "2026-01-09..2026-01-09"}, true},
 		{"date >= '2026-01-01'", nil, 7, nil, false},                                          // unbounded
 		{"date >= '2026-01-01' && date <= '2026-01-03' && region == 'x'", nil, 7, nil, false}, // not date alone
+		// batch: 9223372036854775807d once made start+days wrap around and loop forever.
+		{"date >= '2026-01-01' && date <= '2026-01-10'", nil, math.MaxInt, []string{"2026-01-01..2026-01-10"}, true},
+		{"date >= '2026-01-01' && date <= '2026-01-10'", nil, 10, []string{"2026-01-01..2026-01-10"}, true},
 	}
 	for _, c := range cases {
 		p := mustResolve(t, c.where, cols, at)
