@@ -28,9 +28,10 @@ test: postgres
 demo: build postgres
 	@scripts/demo.sh
 
-# Figures go in docs/benchmarks.md, with this command.
+# Figures go in docs/benchmarks.md, with this command. BASELINE=an earlier
+# rwc binary also compares the two, round by round in the same run.
 bench: build postgres
-	$(GO) run ./bench -rwc $(BIN)
+	$(GO) run ./bench -rwc $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # The randomised equivalence of incremental refresh with a full recompute,

@@ -9,11 +9,14 @@
 // the first, which VACUUM after each refresh is meant to keep within 1.2×
 // (-repeat).
 //
+// -baseline BIN also compares the rwc binary with BIN (an earlier commit's
+// build), alternating them round by round on the same data.
+//
 // -layout says how the fact table's rows lie on disk: "clustered" (by date,
 // as a table loaded day after day is) or "scattered" (every page holds
 // every day: each day's rows are read from all of the table's pages).
 //
-//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100]
+//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100] [-baseline OLD_RWC]
 package main
 
 import (
@@ -64,12 +67,13 @@ func main() {
 	layout := flag.String("layout", "clustered", `fact rows on disk: "clustered" by date (loaded day by day) or "scattered" (each page holds every day)`)
 	incremental := flag.Bool("incremental", true, "also compare an incremental refresh after one late-arriving day with a whole-window recompute")
 	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
+	baseline := flag.String("baseline", "", "another rwc binary (an earlier commit's) to compare -rwc with, round by round on the same data")
 	flag.Parse()
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
 	}
-	if err := bench(*rows, *rounds, *rwcBin, *layout, *incremental, *repeat); err != nil {
+	if err := bench(*rows, *rounds, *rwcBin, *baseline, *layout, *incremental, *repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -81,7 +85,7 @@ var layouts = map[string]string{
 	"scattered": "current_date - (i % 365)",
 }
 
-func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int) error {
+func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, repeat int) error {
 	dateOf := layouts[layout]
 	ctx := context.Background()
 	rwcBin, err := filepath.Abs(rwcBin)
@@ -136,13 +140,16 @@ func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int
 	if err := os.WriteFile(filepath.Join(specDir, "bench.yaml"), []byte(spec), 0o644); err != nil {
 		return err
 	}
-	rwc := func() error {
-		cmd := exec.Command(rwcBin, "--dsn", dsn, "apply", specDir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("rwc apply: %v\n%s", err, out)
+	apply := func(bin string) func() error {
+		return func() error {
+			cmd := exec.Command(bin, "--dsn", dsn, "apply", specDir)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s apply: %v\n%s", bin, err, out)
+			}
+			return nil
 		}
-		return nil
 	}
+	rwc := apply(rwcBin)
 	// The first apply creates the target and fills its window; the target
 	// then holds the same history as hand_enriched.
 	if err := rwc(); err != nil {
@@ -215,6 +222,14 @@ func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int
 	fmt.Printf("\ngoals: rwc ≤ 1.10× hand-written, ≤ 0.10× REFRESH MATERIALIZED VIEW\n")
 	fmt.Printf("rwc's refreshes: %s\n", counts(actions))
 
+	if baseline != "" {
+		if baseline, err = filepath.Abs(baseline); err != nil {
+			return err
+		}
+		if err := benchBaseline(ctx, db, rows, rounds, rwc, apply(baseline), touchDim); err != nil {
+			return err
+		}
+	}
 	if incremental {
 		if err := benchIncremental(ctx, db, rows, rounds, rwc, touchDim); err != nil {
 			return err
@@ -234,17 +249,7 @@ func bench(rows, rounds int, rwcBin, layout string, incremental bool, repeat int
 // (rwc falls back to recomputing the whole window), and with nothing
 // changed (rwc only fingerprints).
 func benchIncremental(ctx context.Context, db *sql.DB, rows, rounds int, rwc, touchDim func() error) error {
-	// Late rows: a tenth of a day's, for one day of the window, another
-	// day each time (days 1..6 back), so that every recompute of a day
-	// rewrites about a day's rows, not a day that grows round by round.
-	perDay, late := rows/365, 0
-	lateDay := func() error {
-		late++
-		_, err := db.ExecContext(ctx, `INSERT INTO sales_fct
-			SELECT m + i, current_date - $2::int, 1 + (i * 7) % 1000, (i % 10000) / 100.0
-			FROM (SELECT max(sale_id) AS m FROM sales_fct) x, generate_series(1, $1) i`, perDay/10, 1+late%6)
-		return err
-	}
+	perDay, lateDay := rows/365, lateDays(ctx, db, rows)
 	kinds := []struct {
 		name string
 		prep func() error
@@ -292,6 +297,63 @@ func benchIncremental(ctx context.Context, db *sql.DB, rows, rounds int, rwc, to
 	for i, k := range kinds {
 		fmt.Printf("| %s | %s | %.2f× | %s | %.2f× | %s |\n", k.name, median(wall[i]).Round(time.Millisecond), float64(median(wall[i]))/float64(w),
 			median(inTx[i]).Round(time.Millisecond), float64(median(inTx[i]))/float64(t), counts(actions[i]))
+	}
+	return nil
+}
+
+// lateDays returns a function that inserts a tenth of a day's rows, late,
+// for one day of the window, another day each time (days 1..6 back), so
+// that every recompute of a day rewrites about a day's rows, not a day
+// that grows round by round.
+func lateDays(ctx context.Context, db *sql.DB, rows int) func() error {
+	late := 0
+	return func() error {
+		late++
+		_, err := db.ExecContext(ctx, `INSERT INTO sales_fct
+			SELECT m + i, current_date - $2::int, 1 + (i * 7) % 1000, (i % 10000) / 100.0
+			FROM (SELECT max(sale_id) AS m FROM sales_fct) x, generate_series(1, $1) i`, rows/365/10, 1+late%6)
+		return err
+	}
+}
+
+// benchBaseline compares the rwc binary with another one (an earlier
+// commit's) on the same data, alternating them round by round so that
+// both see the same machine: a whole-window recompute and an incremental
+// refresh of one late day, each as the whole process and as the refresh
+// transaction.
+func benchBaseline(ctx context.Context, db *sql.DB, rows, rounds int, rwc, base func() error, touchDim func() error) error {
+	lateDay := lateDays(ctx, db, rows)
+	kinds := []struct {
+		name string
+		prep func() error
+	}{
+		{"whole window (dimension touched)", touchDim},
+		{"incremental, one late-arriving day", lateDay},
+	}
+	fmt.Printf("\n-rwc against -baseline, alternating, median of %d rounds, one run:\n\n", rounds)
+	fmt.Println("| refresh | rwc apply: -rwc | -baseline | ratio | refresh: -rwc | -baseline | ratio |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, k := range kinds {
+		var wall, inTx [2][]time.Duration
+		for r := 0; r < 2*rounds; r++ {
+			which := r % 2
+			if err := k.prep(); err != nil {
+				return err
+			}
+			start := time.Now()
+			if err := []func() error{rwc, base}[which](); err != nil {
+				return err
+			}
+			wall[which] = append(wall[which], time.Since(start))
+			ev, err := lastEvent(ctx, db)
+			if err != nil {
+				return err
+			}
+			inTx[which] = append(inTx[which], ev.duration)
+		}
+		w0, w1, t0, t1 := median(wall[0]), median(wall[1]), median(inTx[0]), median(inTx[1])
+		fmt.Printf("| %s | %s | %s | %.2f× | %s | %s | %.2f× |\n", k.name, w0.Round(time.Millisecond), w1.Round(time.Millisecond),
+			float64(w0)/float64(w1), t0.Round(time.Millisecond), t1.Round(time.Millisecond), float64(t0)/float64(t1))
 	}
 	return nil
 }
