@@ -113,18 +113,18 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 	if code, out := runRWC(t, role, "apply", "--allow-dirty", good); code != 0 {
 		t.Fatalf("second rwc apply as rwc_deployer exited %d:\n%s", code, out)
 	}
-	if got := rowsOf(t, db, `SELECT event_date || ' ' || title || ' ' || views FROM analytics.page_views ORDER BY 1`); strings.Join(got, "; ") !=
+	if got := pgtest.Rows(t, db, `SELECT event_date || ' ' || title || ' ' || views AS x FROM analytics.page_views`); strings.Join(got, "; ") !=
 		"2026-03-08 Home 1; 2026-03-09 Cart 1; 2026-03-09 Home 1; 2026-03-10 Cart 1" {
 		t.Errorf("page_views after two applies: %q", got)
 	}
 
-	before := rowsOf(t, db, `SELECT event_date || ' ' || page FROM raw.events ORDER BY 1`)
+	before := pgtest.Rows(t, db, `SELECT event_date || ' ' || page AS x FROM raw.events`)
 	sneaky := writeSpecs(t, map[string]string{"views.yaml": leastPrivilegeSpec, "sneaky.yaml": writingSpec})
 	code, out := runRWC(t, role, "apply", "--allow-dirty", sneaky)
 	if code != 1 || !strings.Contains(out, "permission denied for table events") || !strings.Contains(out, "warning RW405") {
 		t.Errorf("apply of a query writing through a function: exit %d, want 1 with RW405 and permission denied:\n%s", code, out)
 	}
-	if after := rowsOf(t, db, `SELECT event_date || ' ' || page FROM raw.events ORDER BY 1`); strings.Join(after, ";") != strings.Join(before, ";") {
+	if after := pgtest.Rows(t, db, `SELECT event_date || ' ' || page AS x FROM raw.events`); strings.Join(after, ";") != strings.Join(before, ";") {
 		t.Errorf("the source changed: %q, was %q", after, before)
 	}
 
@@ -156,25 +156,4 @@ func mustExec(t *testing.T, db *sql.DB, q string) {
 	if _, err := db.Exec(q); err != nil {
 		t.Fatalf("%v\n%s", err, q)
 	}
-}
-
-func rowsOf(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
