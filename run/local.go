@@ -4,10 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"io"
-	"net/url"
 	"path/filepath"
-	"regexp"
-	"strings"
 
 	"github.com/rwc-dev/rwc/run/pgcluster"
 )
@@ -69,53 +66,3 @@ func (l *Local) Running() bool { return l.c.Running() }
 
 // URL is the connection URL of rwc's database in the local cluster.
 func (l *Local) URL() string { return l.c.DSN(localDB) }
-
-// Redact hides the password of a connection URL or key=value string, for
-// every message and log line rwc prints: in the user info, in a password=
-// query parameter, in "password = x" key/value form, and in a URL too
-// malformed to parse (everything between :// and @ goes).
-func Redact(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil {
-			if u.User != nil {
-				if _, has := u.User.Password(); has {
-					u.User = url.UserPassword(u.User.Username(), "xxxxx")
-				}
-			}
-			q := u.Query()
-			if q.Has("password") {
-				q.Set("password", "xxxxx")
-				u.RawQuery = q.Encode()
-			}
-			return u.String()
-		}
-		scheme, rest, _ := strings.Cut(dsn, "://")
-		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-			rest = "xxxxx" + rest[at:]
-		}
-		if i := strings.IndexAny(rest, "?"); i >= 0 {
-			rest = rest[:i] + "?xxxxx"
-		}
-		return scheme + "://" + rest
-	}
-	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
-}
-
-// kvPassword matches password=value in a key/value connection string,
-// quoted or not, with optional spaces around '='.
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-
-// RedactText hides every connection string's password inside a longer
-// text, such as a driver's error message.
-func RedactText(s, dsn string) string {
-	if dsn == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, dsn, Redact(dsn))
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			s = strings.ReplaceAll(s, pw, "xxxxx")
-		}
-	}
-	return kvPassword.ReplaceAllString(s, "${1}xxxxx")
-}

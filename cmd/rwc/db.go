@@ -54,6 +54,9 @@ func startDial(ctx context.Context, dsn string) *dial {
 
 // open connects to dsn and checks that the server answers.
 func open(ctx context.Context, dsn string) (*sql.DB, error) {
+	if err := run.CheckDSN(dsnSource(dsn), dsn); err != nil {
+		return nil, err
+	}
 	db, err := session.Open(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
@@ -97,6 +100,16 @@ func (g *globals) namedDSN() string {
 		return g.dsn
 	}
 	return os.Getenv("RWC_DATABASE_URL")
+}
+
+// dsnSource names where dsn came from, for a message about it: --dsn
+// unless it is $RWC_DATABASE_URL's value (when both are set to the same
+// string, either name is right).
+func dsnSource(dsn string) string {
+	if dsn == os.Getenv("RWC_DATABASE_URL") {
+		return "RWC_DATABASE_URL"
+	}
+	return "--dsn"
 }
 
 func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
