@@ -30,7 +30,17 @@ func newRoot() *cobra.Command {
 		Short: "Keep PostgreSQL tables up to date with REPLACE WHERE flows",
 		Long: `rwc keeps PostgreSQL tables up to date with REPLACE WHERE flows: each target
 table has a source query and a window predicate; a refresh replaces exactly the
-rows in the window, atomically, and leaves everything else untouched.`,
+rows in the window, atomically, and leaves everything else untouched.
+
+The database is --dsn, else $RWC_DATABASE_URL (a URL, postgres://user:pw@host/db,
+or libpq's key=value form), else the local PostgreSQL under .rwc/. A password is
+never printed: connection strings are shown redacted, and one that does not
+parse is reported by the part that is malformed (scheme, user info, host, port,
+a parameter, a key=value pair) rather than with the parser's message, which
+quotes it. Every session starts with standard_conforming_strings = on,
+backslash_quote = safe_encoding and client_encoding UTF8, the settings under
+which rwc lint reads SQL, and application_name rwc (unless the connection string
+names one); a session that cannot have them is refused (see docs/security.md).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
