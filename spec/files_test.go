@@ -163,6 +163,11 @@ func TestSpecEncodings(t *testing.T) {
 		})
 	}
 	dir := t.TempDir()
+	write(t, filepath.Join(dir, "caf\xe9.yaml"), goodSpec)
+	if _, ds := Load(DirFS(dir), "pipelines"); len(ds) != 1 || ds[0].Code != "RW121" || ds[0].File != "pipelines/caf?.yaml" {
+		t.Errorf("a file name that is not UTF-8: %v", ds)
+	}
+	dir = t.TempDir()
 	write(t, filepath.Join(dir, "p.yaml"), "\ufeff"+goodSpec)
 	if _, ds := Load(DirFS(dir), "pipelines"); ds.HasErrors() {
 		t.Errorf("a UTF-8 byte-order mark is refused: %v", ds)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -112,6 +113,10 @@ func parse(fsys fs.FS, name, file string) (*yaml.Node, []string, diag.List) {
 // unreadable is the diagnostic for a spec path rwc cannot or will not
 // read (see DirFS); it quotes nothing of the path.
 func unreadable(file string, err error) diag.Diagnostic {
+	if !utf8.ValidString(file) {
+		return diag.Diagnostic{Code: "RW121", Severity: diag.Error, Pos: diag.Pos{File: strings.ToValidUTF8(file, "?")},
+			Message: "the file's name is not valid UTF-8", Hint: "rename the file: spec names are UTF-8, like their content"}
+	}
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return diag.Diagnostic{Code: "RW120", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: file + " " + refused.Reason, Hint: refused.Hint}
