@@ -72,7 +72,7 @@ func locate(dir string) (*git.Repository, string, error) {
 // open opens the repository whose work tree holds dir, and returns the
 // work tree's root with symbolic links resolved.
 func open(dir string) (*git.Repository, string, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, "", err
 	}
