@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -267,4 +268,31 @@ func sameBlob(p string, h plumbing.Hash) (bool, error) {
 		return false, err
 	}
 	return plumbing.ComputeHash(plumbing.BlobObject, content) == h, nil
+}
+
+// Tracked is what spec.DirFS asks of a file a spec link leads to: whether
+// the index of the repository holding dir has it. The index is read on
+// the first question only (most spec directories have no links); outside
+// a repository, or when it cannot be read, nothing is tracked.
+func Tracked(dir string) spec.Tracked {
+	index := sync.OnceValues(func() (map[string]bool, string) {
+		repo, root, err := open(dir)
+		if err != nil {
+			return nil, ""
+		}
+		idx, err := repo.Storer.Index()
+		if err != nil {
+			return nil, ""
+		}
+		paths := make(map[string]bool, len(idx.Entries))
+		for _, e := range idx.Entries {
+			paths[e.Name] = true
+		}
+		return paths, root
+	})
+	return func(abs string) bool {
+		paths, root := index()
+		rel, err := within(root, abs)
+		return err == nil && paths[rel]
+	}
 }

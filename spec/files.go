@@ -7,9 +7,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // The most rwc reads of one spec or backfill file, and of a spec
@@ -29,19 +31,25 @@ func (r *Refused) Error() string { return r.Reason }
 // DirFS is the spec directory dir on disk as rwc reads it. Specs arrive in
 // pull requests from anyone while CI holds secrets, so it refuses what a
 // spec path must not be: a symbolic link leading out of the repository
-// that holds dir (out of dir itself outside a repository), anything but a
-// directory or a regular file, a file over MaxFileSize, and more than
-// MaxTotalSize in all.
-func DirFS(dir string) fs.FS {
-	d := &dirFS{dir: dir, total: new(atomic.Int64)}
+// that holds dir (out of dir itself outside a repository), into a .git
+// directory, or (given tracked) to a file git does not track, such as
+// credentials CI wrote into the work tree; anything but a directory or a
+// regular file; a file over MaxFileSize, and more than MaxTotalSize in all.
+func DirFS(dir string, tracked Tracked) fs.FS {
+	d := &dirFS{dir: dir, tracked: tracked, total: new(atomic.Int64)}
 	d.root = sync.OnceValues(func() (string, error) { return boundary(dir) })
 	return d
 }
 
+// Tracked reports whether git tracks the file at an absolute path; nil
+// when rwc knows no repository.
+type Tracked func(abs string) bool
+
 type dirFS struct {
-	dir   string
-	root  func() (string, error)
-	total *atomic.Int64
+	dir     string
+	root    func() (string, error)
+	tracked Tracked
+	total   *atomic.Int64
 }
 
 func (d *dirFS) Open(name string) (fs.File, error) {
@@ -49,9 +57,21 @@ func (d *dirFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(full)
-	if err != nil || st.IsDir() {
-		return f, err
+	if st.IsDir() {
+		return os.Open(full)
+	}
+	// Non-blocking, and checked again once open: what was vetted may have
+	// been swapped for a named pipe since.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = regular(st, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return &cappedFile{File: f, name: name, total: d.total}, nil
 }
@@ -85,46 +105,87 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 		}
 	}
 	var st fs.FileInfo
+	linked := false
 	for i, s := range steps {
-		if st, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root, i == len(steps)-1); err != nil {
+		var link bool
+		if st, link, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root, i == len(steps)-1); err != nil {
+			return "", nil, err
+		}
+		linked = linked || link
+	}
+	full := filepath.Join(d.dir, filepath.FromSlash(name))
+	if linked && !st.IsDir() && d.tracked != nil {
+		if err := d.committed(full); err != nil {
 			return "", nil, err
 		}
 	}
-	return filepath.Join(d.dir, filepath.FromSlash(name)), st, nil
+	return full, st, nil
 }
 
-// vet refuses p when it is a link leading outside root, or neither a
-// directory nor (last) a regular file of at most MaxFileSize.
-func vet(p, root string, last bool) (fs.FileInfo, error) {
+// vet refuses p when it is a link leading out of root or into a .git
+// directory, or neither a directory nor (last) a regular file of at most
+// MaxFileSize. It says whether p is a link.
+func vet(p, root string, last bool) (fs.FileInfo, bool, error) {
 	lst, err := os.Lstat(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if lst.Mode()&fs.ModeSymlink != 0 {
-		resolved, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			resolved, err = filepath.Abs(resolved)
-		}
+	link := lst.Mode()&fs.ModeSymlink != 0
+	if link {
+		resolved, err := resolve(p)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
-		if !inside(root, resolved) {
-			return nil, OutsideLink()
+		rel, err := filepath.Rel(root, resolved)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) ||
+			slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git") {
+			return nil, true, OutsideLink()
 		}
 	}
 	st, err := os.Stat(p)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = regular(st, last)
 	}
+	return st, link, err
+}
+
+// committed refuses a file reached through a link that git does not
+// track: the work tree also holds what CI wrote there, credentials among
+// it.
+func (d *dirFS) committed(p string) error {
+	resolved, err := resolve(p)
+	if err != nil {
+		return err
+	}
+	if !d.tracked(resolved) {
+		return &Refused{
+			Reason: "leads through a symbolic link to a file git does not track; rwc follows links to committed files only",
+			Hint:   "git add the file it leads to, or replace the link with the file itself",
+		}
+	}
+	return nil
+}
+
+func resolve(p string) (string, error) {
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(resolved)
+}
+
+// regular refuses what is not a directory, or (last) a regular file of at
+// most MaxFileSize.
+func regular(st fs.FileInfo, last bool) error {
 	switch m := st.Mode(); {
 	case m.IsDir():
-		return st, nil
+		return nil
 	case !m.IsRegular() || !last:
-		return nil, &Refused{Reason: "is " + fileKind(m) + ", not a regular file", Hint: "a spec is a regular YAML file: remove this one or replace it with one"}
+		return &Refused{Reason: "is " + fileKind(m) + ", not a regular file", Hint: "a spec is a regular YAML file: remove this one or replace it with one"}
 	case st.Size() > MaxFileSize:
-		return nil, TooLarge()
+		return TooLarge()
 	}
-	return st, nil
+	return nil
 }
 
 func fileKind(m fs.FileMode) string {
@@ -174,11 +235,6 @@ func boundary(dir string) (string, error) {
 		}
 	}
 	return filepath.EvalSymlinks(abs)
-}
-
-func inside(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // cappedFile stops a file that grows past what its size said, or past the

@@ -31,6 +31,10 @@ func TestSpecPathsRefused(t *testing.T) {
 		{"relative link out of the repository", func(t *testing.T, repo, outside string) {
 			link(t, "../../outside/config.json", repo, "pipelines/p.yaml")
 		}, "pipelines/p.yaml"},
+		{"link into .git", func(t *testing.T, repo, outside string) {
+			write(t, filepath.Join(repo, ".git/config"), "[http]\n\textraheader = AUTHORIZATION: basic "+secret+"\n")
+			link(t, "../.git/config", repo, "pipelines/p.yaml")
+		}, "pipelines/p.yaml"},
 		{"link to /dev/zero", func(t *testing.T, repo, outside string) {
 			link(t, "/dev/zero", repo, "pipelines/p.yaml")
 		}, "pipelines/p.yaml"},
@@ -76,7 +80,7 @@ func TestSpecPathsRefused(t *testing.T) {
 			write(t, filepath.Join(outside, "config.json"), `{"token": "`+secret+`"}`)
 			write(t, filepath.Join(outside, "p.yaml"), "pipeline: "+secret+"\n")
 			c.setup(t, repo, outside)
-			p, ds := Load(DirFS(filepath.Join(repo, "pipelines")), "pipelines")
+			p, ds := Load(DirFS(filepath.Join(repo, "pipelines"), nil), "pipelines")
 			out := render(p, ds)
 			if strings.Contains(out, secret) {
 				t.Fatalf("the output quotes a refused file:\n%s", out)
@@ -105,7 +109,7 @@ func TestSpecLinksOutsideTheDirectoryWithoutARepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	link(t, "../shared.yaml", top, "pipelines/p.yaml")
-	p, ds := Load(DirFS(filepath.Join(top, "pipelines")), "pipelines")
+	p, ds := Load(DirFS(filepath.Join(top, "pipelines"), nil), "pipelines")
 	if !has(ds, "RW120", "pipelines/p.yaml") || strings.Contains(render(p, ds), secret) {
 		t.Fatalf("want RW120 and no quote:\n%s", render(p, ds))
 	}
@@ -121,7 +125,7 @@ func TestSpecDirectoryTotalCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, ds := Load(DirFS(dir), "pipelines")
+	_, ds := Load(DirFS(dir, nil), "pipelines")
 	found := false
 	for _, d := range ds {
 		found = found || d.Code == "RW120" && strings.Contains(d.Message, "in all")
@@ -153,7 +157,7 @@ func TestSpecEncodings(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "p.yaml"), c.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, ds := Load(DirFS(dir), "pipelines")
+			p, ds := Load(DirFS(dir, nil), "pipelines")
 			if len(ds) != 1 || ds[0].Code != "RW121" || ds[0].Pos.String() != c.pos {
 				t.Fatalf("want one RW121 at %s, got:\n%s", c.pos, render(p, ds))
 			}
@@ -164,12 +168,12 @@ func TestSpecEncodings(t *testing.T) {
 	}
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "caf\xe9.yaml"), goodSpec)
-	if _, ds := Load(DirFS(dir), "pipelines"); len(ds) != 1 || ds[0].Code != "RW121" || ds[0].File != "pipelines/caf?.yaml" {
+	if _, ds := Load(DirFS(dir, nil), "pipelines"); len(ds) != 1 || ds[0].Code != "RW121" || ds[0].File != "pipelines/caf?.yaml" {
 		t.Errorf("a file name that is not UTF-8: %v", ds)
 	}
 	dir = t.TempDir()
 	write(t, filepath.Join(dir, "p.yaml"), "\ufeff"+goodSpec)
-	if _, ds := Load(DirFS(dir), "pipelines"); ds.HasErrors() {
+	if _, ds := Load(DirFS(dir, nil), "pipelines"); ds.HasErrors() {
 		t.Errorf("a UTF-8 byte-order mark is refused: %v", ds)
 	}
 }

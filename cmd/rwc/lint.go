@@ -8,6 +8,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/spec"
 )
 
@@ -69,7 +70,7 @@ func loadProject(dir string) (*compile.Project, diag.List, error) {
 	if err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory of pipeline specs (give the directory, e.g. rwc lint pipelines)", dir)
 	}
-	return compile.Load(spec.DirFS(dir), dir)
+	return compile.Load(spec.DirFS(dir, diff.Tracked(dir)), dir)
 }
 
 func sourcesOf(p *compile.Project) diag.Sources {
