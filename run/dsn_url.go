@@ -131,7 +131,18 @@ func userinfoProblem(s string) string {
 	return ""
 }
 
+// hostPortProblem checks the authority's hosts, each with an optional
+// port: libpq's URLs list several, separated by commas.
 func hostPortProblem(hp string) string {
+	for _, one := range strings.Split(hp, ",") {
+		if p := onePortProblem(one); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+func onePortProblem(hp string) string {
 	host, port := hp, ""
 	if strings.HasPrefix(hp, "[") {
 		end := strings.IndexByte(hp, ']')
@@ -146,7 +157,7 @@ func hostPortProblem(hp string) string {
 		host, port = hp[:i], hp[i:]
 	}
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; !unreserved(c) && c != ',' {
+		if c := host[i]; !unreserved(c) {
 			return msgHost
 		}
 	}

@@ -75,6 +75,12 @@ func TestRedactText(t *testing.T) {
 // TestCheckDSN: the message names the source and the part, and never
 // holds the password.
 func TestCheckDSN(t *testing.T) {
+	// libpq's lists of hosts, each with a port, are accepted.
+	for _, ok := range []string{`postgres://app:pw@h:5432,h2:5433/db`, `host=h1,h2 port=5432,5433 dbname=d`} {
+		if err := CheckDSN("--dsn", ok); err != nil {
+			t.Errorf("CheckDSN(%q) = %v, want nil", ok, err)
+		}
+	}
 	for _, c := range []struct{ dsn, want string }{
 		{`postgres://app:Mal"form-pw@h:5432/db`, `--dsn: malformed connection URL "postgres://xxxxx@h:5432/db": the user info`},
 		{`postgres://app:p@ss/w#rd@h:5432/db`, `"postgres://xxxxx@h:5432/db": the user info .* or '#' in the password ends the host part early`},
@@ -82,7 +88,7 @@ func TestCheckDSN(t *testing.T) {
 		{`postgres://app:pw@h h/db`, `"postgres://app:xxxxx@h h/db": the host has a character`},
 		{`postgres://app:pw@[::1/db`, `the host has a character`},
 		{`postgres://app:pw@h:0/db`, `the port is not a number from 1 to 65535`},
-		{`postgres://app:pw@h:5432,h2:5433/db`, `the port is not a number`},
+		{`postgres://app:pw@h:5432,h2:x/db`, `the port is not a number`},
 		{`postgres://app:pw@h/d%zzb`, `the database name`},
 		{`postgres://app@h/db?password=a&b`, `"postgres://app@h/db\?password=xxxxx": a query parameter has no '='`},
 		{`postgres://app@h/db?sslmode=%zz`, `the query parameter "sslmode" has a '%'`},
