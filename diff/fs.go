@@ -177,13 +177,18 @@ func AtRevision(dir, rev string) (fs.FS, string, error) {
 		return nil, "", err
 	}
 	m := memFS{}
+	var total int64 // what Load would read of a checkout, in all
 	for _, d := range specDirs {
 		entries, err := specEntries(tree, path.Join(rel, d))
 		if err != nil {
 			return nil, "", err
 		}
 		for _, e := range entries {
-			m[path.Join(d, e.Name)] = blobEntry(tree, path.Join(rel, d, e.Name))
+			entry := blobEntry(tree, path.Join(rel, d, e.Name))
+			if total += int64(len(entry.data)); total > spec.MaxTotalSize {
+				entry = memEntry{refused: spec.TotalTooLarge()}
+			}
+			m[path.Join(d, e.Name)] = entry
 		}
 	}
 	return m, h.String(), nil

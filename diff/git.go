@@ -4,12 +4,14 @@ package diff
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -220,7 +222,7 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 		}
 		p := filepath.Join(dir, e.Name())
 		if e.Type()&fs.ModeSymlink == 0 {
-			if same, err := sameBlob(p, c.Hash); err != nil || !same {
+			if same, err := sameBlob(tree, p, &c); err != nil || !same {
 				return false, err
 			}
 			continue
@@ -248,7 +250,7 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 		if err != nil {
 			return false, err
 		}
-		if same, err := sameBlob(p, f.Hash); err != nil || !same {
+		if same, err := sameBlob(tree, p, f); err != nil || !same {
 			return false, err
 		}
 	}
@@ -257,17 +259,27 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 
 // sameBlob reports whether the file at p (links followed) holds the blob
 // h. What spec.Load refuses to read (a named pipe, a device, a file past
-// its cap) is not read here either: it cannot be a committed spec.
-func sameBlob(p string, h plumbing.Hash) (bool, error) {
+// its cap) is not read here either, nor a file whose size is not the
+// blob's: neither can be a committed spec.
+func sameBlob(tree *object.Tree, p string, e *object.TreeEntry) (bool, error) {
 	st, err := os.Stat(p)
 	if err != nil || !st.Mode().IsRegular() || st.Size() > spec.MaxFileSize {
 		return false, err
 	}
-	content, err := os.ReadFile(p)
+	blob, err := tree.TreeEntryFile(e)
+	if err != nil || blob.Size != st.Size() {
+		return false, err
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false, err
 	}
-	return plumbing.ComputeHash(plumbing.BlobObject, content) == h, nil
+	defer f.Close()
+	content, err := io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
+	if err != nil {
+		return false, err
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content) == e.Hash, nil
 }
 
 // Tracked is what spec.DirFS asks of a file a spec link leads to: whether

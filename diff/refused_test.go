@@ -52,3 +52,22 @@ func TestHeadNamedPipe(t *testing.T) {
 		t.Errorf("Head with named pipes: dirty %v, %v", dirty, err)
 	}
 }
+
+// All the spec files at a revision together are capped as a checkout's
+// are: blobs compress, so a small commit can hold gigabytes.
+func TestAtRevisionTotalCapped(t *testing.T) {
+	root, repo := initRepo(t)
+	big := strings.Repeat("#", spec.MaxFileSize-1)
+	n := spec.MaxTotalSize/(spec.MaxFileSize-1) + 1
+	for i := 0; i < n; i++ {
+		write(filepath.Join("pipelines", string(rune('a'+i))+".yaml"), big)(t, root)
+	}
+	fsys, _, err := AtRevision(filepath.Join(root, "pipelines"), commitAll(t, repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused *spec.Refused
+	if _, err := fs.ReadFile(fsys, string(rune('a'+n-1))+".yaml"); !errors.As(err, &refused) {
+		t.Errorf("the last file past the total: %v, want a refusal", err)
+	}
+}

@@ -210,6 +210,14 @@ func OutsideLink() *Refused {
 	}
 }
 
+// TotalTooLarge refuses a file past MaxTotalSize of spec files in all.
+func TotalTooLarge() *Refused {
+	return &Refused{
+		Reason: fmt.Sprintf("is past the %d MiB rwc reads of a spec directory's files in all", MaxTotalSize>>20),
+		Hint:   "keep the spec directory to the pipelines and backfills",
+	}
+}
+
 // TooLarge refuses a file past MaxFileSize.
 func TooLarge() *Refused {
 	return &Refused{
@@ -253,10 +261,7 @@ func (f *cappedFile) Read(b []byte) (int, error) {
 	case f.read > MaxFileSize:
 		return n, TooLarge()
 	case f.total.Add(int64(n)) > MaxTotalSize:
-		return n, &Refused{
-			Reason: fmt.Sprintf("is past the %d MiB rwc reads of a spec directory's files in all", MaxTotalSize>>20),
-			Hint:   "keep the spec directory to the pipelines and backfills",
-		}
+		return n, TotalTooLarge()
 	}
 	return n, err
 }
