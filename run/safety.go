@@ -47,8 +47,21 @@ func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flo
 }
 
 // describeQuery returns the output columns the server makes of a user's
-// query, as rwc embeds it.
+// query, as rwc embeds it. It plans the query in a savepoint, whose
+// rollback releases the locks planning took on the sources: a refresh
+// that finds nothing changed need not hold them until it commits.
 func describeQuery(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT rwc_describe"); err != nil {
+		return nil, err
+	}
+	types, err := describeIn(ctx, tx, query)
+	if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_describe; RELEASE SAVEPOINT rwc_describe"); err == nil {
+		err = rerr
+	}
+	return types, err
+}
+
+func describeIn(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
 	q := strings.TrimRight(strings.TrimSpace(query), ";")
 	rows, done, err := userRows(ctx, tx, "SELECT * FROM (\n"+q+"\n) AS src LIMIT 0")
 	if err != nil {

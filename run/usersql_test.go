@@ -94,3 +94,27 @@ func TestSessionRefusedWithoutParserSettings(t *testing.T) {
 		t.Fatalf("Verify: %v", err)
 	}
 }
+
+// Describing a query takes no lock the refresh keeps: planning it locks
+// its sources, and a source's TRUNCATE or ALTER would otherwise wait for
+// the whole refresh even where the refresh never reads that source.
+func TestDescribeKeepsNoLocks(t *testing.T) {
+	db, _ := pgtest.DB(t)
+	pgtest.Exec(t, db, `CREATE TABLE src (x int)`)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := describeQuery(ctx, tx, `SELECT x FROM src`); err != nil {
+		t.Fatal(err)
+	}
+	var held int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'src'::regclass`).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("the transaction holds %d locks on src after describing the query", held)
+	}
+}
