@@ -201,3 +201,22 @@ func closedPort(t *testing.T) int {
 	l.Close()
 	return port
 }
+
+// A connection string typed where a command or a directory belongs is
+// echoed by the error, with its password hidden.
+func TestStrayDSNArgumentRedacted(t *testing.T) {
+	bin, err := exec.LookPath("rwc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "postgres://app:Stray-Pw-7@127.0.0.1:1/db"
+	for _, args := range [][]string{{url}, {"apply", url}, {"--dsn=", url}, {"lint", "--chdir=" + url}} {
+		dir := t.TempDir()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, dsnEnv(dir)
+		out, _ := cmd.CombinedOutput()
+		if strings.Contains(string(out), "Stray-Pw-7") || !strings.Contains(string(out), "xxxxx") {
+			t.Errorf("rwc %q:\n%s", args, out)
+		}
+	}
+}

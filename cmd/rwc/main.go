@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rwc-dev/rwc/internal/gcpolicy"
+	"github.com/rwc-dev/rwc/run"
 )
 
 // exitError carries an exit code without printing anything more.
@@ -74,8 +76,23 @@ func execute(args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	}
-	fmt.Fprintf(os.Stderr, "rwc: %v\n", err)
+	fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(err.Error(), args))
 	return 1
+}
+
+// redactArgs hides the password of any connection string among the
+// arguments that an error repeats: one typed where a command or a
+// directory belongs (rwc apply postgres://u:pw@h/db) is echoed back.
+func redactArgs(msg string, args []string) string {
+	for _, a := range args {
+		if flag, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") {
+			a = value
+		}
+		if strings.Contains(a, "://") || strings.Contains(strings.ToLower(a), "password") {
+			msg = run.RedactText(msg, a)
+		}
+	}
+	return msg
 }
 
 // timeNow is the clock commands resolve current_date() with.
