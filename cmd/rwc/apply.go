@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,25 @@ func loadClean(cmd *cobra.Command, dir string) (*compile.Project, error) {
 	return p, nil
 }
 
+// printCatalogWarnings prints the RW405 warnings only the database can
+// give, for the files of flows (all when nil). Warnings only: the command
+// goes on, also when the look-up fails.
+func printCatalogWarnings(cmd *cobra.Command, p *compile.Project, db *sql.DB, flows []*compile.Flow) {
+	cw, err := p.CatalogWarnings(run.VolatileLookup(cmd.Context(), db))
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rwc: warning: the queries' functions could not be looked up in the database's catalog, so volatile ones are not flagged (%v)\n", err)
+		return
+	}
+	if flows != nil {
+		files := map[string]bool{}
+		for _, f := range flows {
+			files[f.Table.Pos.File] = true
+		}
+		cw = slices.DeleteFunc(cw, func(d diag.Diagnostic) bool { return !files[d.File] })
+	}
+	diag.WriteText(cmd.ErrOrStderr(), cw, sourcesOf(p))
+}
+
 func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var allowDirty, dropRemoved bool
@@ -116,12 +136,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 				return err
 			}
 			defer db.Close()
-			// Warnings only: they are printed and the apply goes on.
-			cw, err := p.CatalogWarnings(run.VolatileLookup(cmd.Context(), db))
-			if err != nil {
-				return err
-			}
-			diag.WriteText(cmd.ErrOrStderr(), cw, sourcesOf(p))
+			printCatalogWarnings(cmd, p, db, nil)
 			if saved != nil {
 				if err := checkPlanCurrent(cmd.Context(), db, saved, p); err != nil {
 					return err

@@ -71,6 +71,11 @@ properties: {reset_allowed: false}.
 				return err
 			}
 			defer db.Close()
+			flows := make([]*compile.Flow, len(reqs))
+			for i, req := range reqs {
+				flows[i] = req.Flow
+			}
+			printCatalogWarnings(cmd, p, db, flows)
 			r := run.New(db, opts)
 			failed := 0
 			rep := newBatchReporter(cmd.OutOrStdout())
