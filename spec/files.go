@@ -37,7 +37,7 @@ func (r *Refused) Error() string { return r.Reason }
 // regular file; a file over MaxFileSize, and more than MaxTotalSize in all.
 func DirFS(dir string, tracked Tracked) fs.FS {
 	d := &dirFS{dir: dir, tracked: tracked, total: new(atomic.Int64)}
-	d.root = sync.OnceValues(func() (string, error) { return boundary(dir) })
+	d.root = sync.OnceValues(func() (boundaryDir, error) { return boundary(dir) })
 	return d
 }
 
@@ -47,7 +47,7 @@ type Tracked func(abs string) bool
 
 type dirFS struct {
 	dir     string
-	root    func() (string, error)
+	root    func() (boundaryDir, error)
 	tracked Tracked
 	total   *atomic.Int64
 }
@@ -108,13 +108,13 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 	linked := false
 	for i, s := range steps {
 		var link bool
-		if st, link, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root, i == len(steps)-1); err != nil {
+		if st, link, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root.path, i == len(steps)-1); err != nil {
 			return "", nil, err
 		}
 		linked = linked || link
 	}
 	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	if linked && !st.IsDir() && d.tracked != nil {
+	if linked && !st.IsDir() && root.repo && d.tracked != nil {
 		if err := d.committed(full); err != nil {
 			return "", nil, err
 		}
@@ -226,23 +226,32 @@ func TooLarge() *Refused {
 	}
 }
 
-// boundary is the directory no spec path may lead out of: the git work
-// tree holding dir (found by its .git, without following dir's own last
-// link, which the repository may hold), else dir itself.
-func boundary(dir string) (string, error) {
+// boundaryDir is the directory no spec path may lead out of, and whether
+// it is a git work tree's root.
+type boundaryDir struct {
+	path string
+	repo bool
+}
+
+// boundary is the git work tree holding dir (found by its .git, without
+// following dir's own last link, which the repository may hold), else dir
+// itself.
+func boundary(dir string) (boundaryDir, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", err
+		return boundaryDir{}, err
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
-			return filepath.EvalSymlinks(p)
+			root, err := filepath.EvalSymlinks(p)
+			return boundaryDir{root, true}, err
 		}
 		if filepath.Dir(p) == p {
 			break
 		}
 	}
-	return filepath.EvalSymlinks(abs)
+	root, err := filepath.EvalSymlinks(abs)
+	return boundaryDir{root, false}, err
 }
 
 // cappedFile stops a file that grows past what its size said, or past the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,8 +89,11 @@ func redactArgs(msg string, args []string) string {
 		if flag, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") {
 			a = value
 		}
-		if strings.Contains(a, "://") || strings.Contains(strings.ToLower(a), "password") {
-			msg = run.RedactText(msg, a)
+		if !strings.Contains(a, "://") && !strings.Contains(strings.ToLower(a), "password") {
+			continue
+		}
+		for _, form := range []string{a, strings.Trim(strconv.Quote(a), `"`)} {
+			msg = strings.ReplaceAll(msg, form, run.Redact(a))
 		}
 	}
 	return msg
