@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/protobuf/proto"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 )
 
@@ -95,5 +97,26 @@ func WithConditions(sql string, conds []string) (string, error) {
 	} else {
 		sel.WhereClause = pg.MakeBoolExprNode(pg.BoolExprType_AND_EXPR, args, -1)
 	}
-	return pg.Deparse(tree)
+	return faithful(tree)
 }
+
+// faithful deparses tree, and returns the text only when it parses back to
+// the same tree. pg_query's deparser is not exact (it prints some quoted
+// names bare, drops parentheses that matter), and a text that read
+// otherwise would run SQL lint never read: a quoted alias holding
+// "UNION ALL SELECT … FROM victim --" would become part of the query.
+func faithful(tree *pg.ParseResult) (string, error) {
+	out, err := pg.Deparse(tree)
+	if err != nil {
+		return "", err
+	}
+	back, err := pg.Parse(out)
+	if err != nil {
+		return "", err
+	}
+	if !proto.Equal(withoutLocations(tree), withoutLocations(back)) {
+		return "", fmt.Errorf("the query does not deparse to itself")
+	}
+	return out, nil
+}
+

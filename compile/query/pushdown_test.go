@@ -2,6 +2,7 @@ package query
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,24 @@ func TestWithConditions(t *testing.T) {
 	}
 	if _, err := WithConditions("SELECT 1", []string{"true) OR (true"}); err == nil {
 		t.Error("a condition that is not one expression must be refused")
+	}
+}
+
+// Conditions are added only when the deparsed query parses back to the tree
+// rwc built: pg_query's deparser prints some quoted names bare and drops
+// parentheses that matter, and the server would run another query.
+func TestWithConditionsRefusesUnfaithfulDeparse(t *testing.T) {
+	for _, q := range []string{
+		`SELECT x, a.s FROM src a JOIN src b USING (x) AS "j UNION ALL SELECT v, 'p' FROM victim --"`,
+		`SELECT x, a.s FROM src a JOIN src b USING (x) AS "J"`,
+		`SELECT x, sum(y) OVER "w w" FROM src WINDOW "w w" AS (PARTITION BY x)`,
+	} {
+		if out, err := WithConditions(q, []string{"x >= 0"}); err == nil {
+			t.Errorf("WithConditions(%q) = %q, want an error", q, out)
+		}
+	}
+	out, err := WithConditions(`SELECT x, "Mixed Case" FROM src s WHERE s.y = 'it''s'`, []string{"x >= 0"})
+	if err != nil || !strings.Contains(out, `"Mixed Case"`) {
+		t.Errorf("a faithful deparse: %q, %v", out, err)
 	}
 }
