@@ -37,6 +37,10 @@ func readOnly(t *spec.Table, a *query.Analysis) diag.List {
 		ds.Errorf("RW309", t.Query.AtOffset(l.Offset), "remove "+l.Clause+": rwc's refresh already runs in one transaction and needs no row locks",
 			"the query has a locking clause (%s): it would lock the source rows it reads for the whole refresh, blocking their writers", l.Clause)
 	}
+	for _, off := range a.Params {
+		ds.Errorf("RW311", t.Query.AtOffset(off), "write the value into the query, or compute it from a source table",
+			"the query refers to a parameter, which rwc cannot give: it runs the query as written")
+	}
 	for _, c := range a.Calls {
 		if c.Schema != "" && c.Schema != "pg_catalog" {
 			continue

@@ -108,6 +108,9 @@ func (f *Flow) typedSource(p *predicate.Predicate, src string) string {
 // written and the outer WHERE alone selects the window.
 func (f *Flow) pushedQuery(p *predicate.Predicate) (string, []string) {
 	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
+	if f.Query != nil {
+		q = f.Query.Body
+	}
 	if f.Query == nil || p.Determinism == predicate.NonDeterministic || f.NoPushdown {
 		return q, nil
 	}

@@ -90,9 +90,9 @@ func readsAsLint(t *testing.T, db *sql.DB, q corpusQuery, guarded bool) string {
 	defer tx.Rollback()
 	var types []*sql.ColumnType
 	if guarded {
-		types, err = describeQuery(ctx, tx, q.text)
+		types, err = describeQuery(ctx, tx, q.a.Body)
 	} else {
-		types, err = describeUnguarded(ctx, tx, q.text)
+		types, err = describeUnguarded(ctx, tx, q.a.Body)
 	}
 	var pe *pq.Error
 	switch {
@@ -109,7 +109,7 @@ func readsAsLint(t *testing.T, db *sql.DB, q corpusQuery, guarded bool) string {
 }
 
 func describeUnguarded(ctx context.Context, tx *sql.Tx, text string) ([]*sql.ColumnType, error) {
-	st, err := tx.PrepareContext(ctx, "SELECT * FROM (\n"+strings.TrimRight(strings.TrimSpace(text), ";")+"\n) AS src LIMIT 0")
+	st, err := tx.PrepareContext(ctx, "SELECT * FROM (\n"+text+"\n) AS src LIMIT 0")
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +147,8 @@ func tableAt(q corpusQuery, pe *pq.Error) string {
 	if err != nil {
 		return "no position for " + pe.Message
 	}
-	lead := len(q.text) - len(strings.TrimLeft(q.text, " \t\r\n"))
-	trimmed := strings.TrimRight(strings.TrimSpace(q.text), ";")
+	lead := strings.Index(q.text, q.a.Body)
+	trimmed := q.a.Body
 	prefix := utf8.RuneCountInString("SELECT * FROM (\n")
 	chars := pos - 1 - prefix
 	if chars < 0 || chars > utf8.RuneCountInString(trimmed) {

@@ -27,7 +27,7 @@ var pgTypeNames = map[string]string{
 // refresh's transaction.
 func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flow) error {
 	f.NoPushdown = false
-	types, err := describeQuery(ctx, tx, f.Table.Query.Value)
+	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flo
 }
 
 // describeQuery returns the output columns the server makes of a user's
-// query, as rwc embeds it. It plans the query in a savepoint, whose
+// query (its analysis's Body), as rwc embeds it. It plans the query in a savepoint, whose
 // rollback releases the locks planning took on the sources: a refresh
 // that finds nothing changed need not hold them until it commits.
 func describeQuery(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
@@ -61,9 +61,8 @@ func describeQuery(ctx context.Context, tx *sql.Tx, query string) ([]*sql.Column
 	return types, err
 }
 
-func describeIn(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
-	q := strings.TrimRight(strings.TrimSpace(query), ";")
-	rows, done, err := userRows(ctx, tx, "SELECT * FROM (\n"+q+"\n) AS src LIMIT 0")
+func describeIn(ctx context.Context, tx *sql.Tx, body string) ([]*sql.ColumnType, error) {
+	rows, done, err := userRows(ctx, tx, "SELECT * FROM (\n"+body+"\n) AS src LIMIT 0")
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,12 @@ type Analysis struct {
 	// Locks is every locking clause (FOR UPDATE, …) anywhere in the query:
 	// a source query must only read, and these take row locks on the sources.
 	Locks []Lock
+	// Params are the byte offsets of parameter references ($1): rwc binds
+	// no parameters, so a query with one cannot run.
+	Params []int
+	// Body is the statement as rwc embeds it: without a ';' that ends it
+	// and anything after (a comment would keep the ';' inside rwc's SQL).
+	Body string
 
 	q *analyzer // the parse tree and what was derived from it, for Lineage
 }

@@ -88,6 +88,8 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 		SetOp:       isSetOp(top),
 		Calls:       calls(top),
 		Locks:       locks(sql, top),
+		Params:      params(top),
+		Body:        body(sql, raw),
 		q:           a,
 	}
 	for _, t := range targets(leftmost(top)) {
@@ -109,6 +111,16 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 	}
 	a.mu.Unlock()
 	return res, nil
+}
+
+// body is the text of the statement raw, whose length PostgreSQL leaves
+// zero when it runs to the end.
+func body(sql string, raw *pg.RawStmt) string {
+	start, n := int(raw.GetStmtLocation()), int(raw.GetStmtLen())
+	if start < 0 || start > len(sql) || n <= 0 || start+n > len(sql) {
+		n = len(sql) - max(start, 0)
+	}
+	return strings.TrimSpace(sql[max(start, 0) : max(start, 0)+n])
 }
 
 // statementStart skips the whitespace and comments PostgreSQL includes at

@@ -119,4 +119,3 @@ func faithful(tree *pg.ParseResult) (string, error) {
 	}
 	return out, nil
 }
-

@@ -45,6 +45,19 @@ func calls(top *pg.SelectStmt) []Call {
 	return out
 }
 
+// params lists where the query refers to a parameter ($1).
+func params(top *pg.SelectStmt) []int {
+	var out []int
+	walk(top.ProtoReflect(), 0, func(m protoreflect.Message) bool {
+		if p, ok := m.Interface().(*pg.ParamRef); ok {
+			out = append(out, int(p.GetLocation()))
+		}
+		return true
+	})
+	sort.Ints(out)
+	return out
+}
+
 // locks finds the query's locking clauses. The parse tree has them
 // (SelectStmt.lockingClause, at every level) but not where they are
 // written, so their positions come from PostgreSQL's scanner: each FOR
