@@ -123,13 +123,13 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
 		for _, bf := range p.Backfills {
-			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", bf.File, bf.Flow, bf.Status, mdCode(bf.Range), strings.ReplaceAll(bf.Reason, "|", "\\|"))
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, bf.Status, mdCode(bf.Range), mdText(bf.Reason))
 		}
 	}
 	if len(p.Diagnostics) > 0 {
 		b.WriteString("\n")
 		for _, d := range p.Diagnostics {
-			fmt.Fprintf(&b, "- **%s %s** `%s`: %s\n", d.Severity, d.Code, d.Pos, d.Message)
+			fmt.Fprintf(&b, "- **%s %s** %s: %s\n", d.Severity, d.Code, mdCode(d.Pos.String()), mdText(d.Message))
 		}
 	}
 	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
@@ -137,10 +137,10 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 		var d strings.Builder
 		fmt.Fprintf(&d, "\n<details><summary><code>%s</code>: %s</summary>\n\n", f.Flow, f.Action)
 		if f.Window != "" {
-			fmt.Fprintf(&d, "Window: `%s`\n\n", f.Window)
+			fmt.Fprintf(&d, "Window: %s\n\n", mdCode(f.Window))
 		}
 		if f.WindowChange != nil {
-			fmt.Fprintf(&d, "Window change on `%s`: `%s`\n\n", f.WindowChange.Column, strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost))
+			fmt.Fprintf(&d, "Window change on `%s`: %s\n\n", f.WindowChange.Column, mdCode(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
 		}
 		if f.EstimatedRows != nil {
 			fmt.Fprintf(&d, "Estimated rows in the window: %d\n\n", *f.EstimatedRows)
@@ -149,7 +149,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(&d, "> **Note:** %s\n\n", n)
 		}
 		if len(f.SQL) > 0 {
-			d.WriteString("```sql\n" + strings.Join(f.SQL, ";\n") + ";\n```\n")
+			d.WriteString(mdBlock("sql", strings.Join(f.SQL, ";\n")+";"))
 		}
 		d.WriteString("</details>\n")
 		if b.Len()+d.Len() > maxMarkdown-200 {
@@ -168,9 +168,53 @@ func mdList(s []string) string {
 	return "`" + strings.Join(s, "`, `") + "`"
 }
 
+// The markdown plan is a pull request comment, and what it shows of the
+// specs (a string in a predicate, a comment in a query, a file name, a
+// backfill's reason) is the author's: none of it may end the span or
+// block it stands in and write markdown of its own.
+
+// mdCode is s as inline code, on one line, between backtick runs longer
+// than any in s.
 func mdCode(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "`" + s + "`"
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", "\\|").Replace(s)
+	tick := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return tick + s + tick
+}
+
+// mdBlock is s as a fenced code block whose fence is longer than any
+// backtick run in s.
+func mdBlock(lang, s string) string {
+	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	return fence + lang + "\n" + s + "\n" + fence + "\n"
+}
+
+// mdText is free text on one line, its markdown and HTML escaped.
+func mdText(s string) string {
+	var b strings.Builder
+	for _, r := range strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s) {
+		if strings.ContainsRune("\\`*[]<>|~&", r) { // what links, images, HTML, code or emphasis start with, mid-line
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
 }

@@ -146,7 +146,7 @@ func (r *renderer) literal(e, peer *Expr) string {
 		// An exact numeric: PostgreSQL reads it digit for digit.
 		return "(" + s + "::numeric)"
 	case string:
-		return strings.TrimSpace(pq.QuoteLiteral(v))
+		return stringLiteral(v)
 	case Date:
 		return "DATE '" + v.String() + "'"
 	case time.Time:
@@ -158,3 +158,35 @@ func (r *renderer) literal(e, peer *Expr) string {
 	r.fail(fmt.Errorf("internal: no SQL for literal %T", e.Val))
 	return "NULL"
 }
+
+// stringLiteral quotes v for SQL the way lib/pq's QuoteLiteral does (E”
+// with doubled backslashes when it has one), except that control
+// characters are written as escapes: the SQL is shown in terminals, CI
+// logs and pull request comments, where a raw ESC, CR or line break from a
+// predicate would rewrite what a reviewer sees.
+func stringLiteral(v string) string {
+	if !strings.ContainsFunc(v, isControl) {
+		return strings.TrimSpace(pq.QuoteLiteral(v))
+	}
+	var b strings.Builder
+	b.WriteString("E'")
+	for _, r := range v {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\'':
+			b.WriteString("''")
+		case r < 0x80 && isControl(r):
+			fmt.Fprintf(&b, `\x%02X`, r)
+		case isControl(r):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// isControl is a C0 or C1 control character or DEL.
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }

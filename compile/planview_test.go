@@ -1,0 +1,45 @@
+package compile
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/diag"
+)
+
+// What the markdown plan shows of the specs stays in the span or block it
+// stands in: a predicate's string, a query, a file name or a backfill's
+// reason can hold backticks, line breaks and markdown, and none of it may
+// write a heading, an image or a table row of its own into the comment.
+func TestMarkdownKeepsSpecTextInPlace(t *testing.T) {
+	evil := "x\n```\n\n## Injected\n\n<img src=x>\n| fake | row |\n```sql\n"
+	p := &Plan{
+		Flows: []FlowPlan{{Flow: "t", Action: "create", Window: "s == \"" + evil + "\"", SQL: []string{"SELECT '" + evil + "'", "SELECT ````"}}},
+		Backfills: []BackfillPlan{{File: "pipelines/backfills/a`\n## Injected.yaml", Flow: "t", Status: "pending",
+			Range: "`" + evil, Reason: evil + " ![i](x) <b>"}},
+		Diagnostics: diag.List{{Code: "RW202", Message: "unknown column " + evil, Pos: diag.Pos{File: "p`\n## Injected.yaml", Line: 1, Column: 1}}},
+	}
+	var b bytes.Buffer
+	p.WriteMarkdown(&b)
+	fence := 0 // the open fence's length, 0 outside a block
+	for _, line := range strings.Split(b.String(), "\n") {
+		if run := len(line) - len(strings.TrimLeft(line, "`")); run >= 3 && (fence == 0 || run >= fence && strings.TrimLeft(line, "`") == "") {
+			if fence == 0 {
+				fence = run
+			} else {
+				fence = 0
+			}
+			continue
+		}
+		if fence == 0 && (strings.HasPrefix(line, "## Injected") || strings.HasPrefix(line, "<img") || strings.HasPrefix(line, "| fake")) {
+			t.Errorf("spec text wrote its own markdown: %q\n%s", line, b.String())
+		}
+		if fence == 0 && (strings.Contains(line, "![i]") || strings.Contains(line, "<b>")) {
+			t.Errorf("unescaped markdown or HTML outside code: %q", line)
+		}
+	}
+	if fence != 0 {
+		t.Errorf("a code block is left open:\n%s", b.String())
+	}
+}
