@@ -150,7 +150,11 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 		a, err := query.Analyze(t.Query.Value)
 		if err != nil {
 			code := "RW301"
-			if err.Reason != query.ReasonSyntax {
+			switch err.Reason {
+			case query.ReasonSyntax:
+			case query.ReasonTooLong:
+				code = "RW312"
+			default:
 				code = "RW302"
 			}
 			ds.Errorf(code, t.Query.AtOffset(err.Offset), err.Hint, "%s", err.Message)

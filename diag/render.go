@@ -15,14 +15,14 @@ type Sources func(file string) []string
 // code and message, the source line with a caret, then the hint.
 func WriteText(w io.Writer, l List, src Sources) {
 	for _, d := range l {
-		fmt.Fprintf(w, "%s\n", d)
+		fmt.Fprintf(w, "%s\n", visible(d.String()))
 		if src != nil && d.Line > 0 {
 			if lines := src(d.File); d.Line <= len(lines) {
-				text := strings.ReplaceAll(lines[d.Line-1], "\t", " ")
+				text, col := excerpt(visible(strings.ReplaceAll(lines[d.Line-1], "\t", " ")), d.Column)
 				gutter := fmt.Sprintf("%5d | ", d.Line)
 				fmt.Fprintf(w, "%s%s\n", gutter, text)
-				if d.Column > 0 && d.Column <= utf8.RuneCountInString(text)+1 {
-					fmt.Fprintf(w, "%s| %s^\n", strings.Repeat(" ", len(gutter)-2), strings.Repeat(" ", d.Column-1))
+				if col > 0 && col <= utf8.RuneCountInString(text)+1 {
+					fmt.Fprintf(w, "%s| %s^\n", strings.Repeat(" ", len(gutter)-2), strings.Repeat(" ", col-1))
 				}
 			}
 		}
@@ -30,6 +30,41 @@ func WriteText(w io.Writer, l List, src Sources) {
 			fmt.Fprintf(w, "  hint: %s\n", d.Hint)
 		}
 	}
+}
+
+// maxExcerpt is the most of a source line an excerpt shows, around the
+// column: a generated line can be megabytes long.
+const maxExcerpt = 120
+
+// excerpt cuts line to maxExcerpt runes around col (1-based, 0: none) and
+// says where col is in the cut.
+func excerpt(line string, col int) (string, int) {
+	r := []rune(line)
+	if len(r) <= maxExcerpt {
+		return line, col
+	}
+	start := max(0, min(col-1-maxExcerpt/2, len(r)-maxExcerpt))
+	out := string(r[start : start+maxExcerpt])
+	if start > 0 {
+		out, col = "…"+out, col-start+1
+	}
+	if start+maxExcerpt < len(r) {
+		out += "…"
+	}
+	return out, col
+}
+
+// visible replaces control characters with U+FFFD: a spec's text, file
+// names included, reaches terminals and CI logs, where an ESC or a CR
+// would rewrite what is shown, and a line break would start a line of its
+// own (a GitHub workflow command, say).
+func visible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // Counts returns the number of errors and warnings.

@@ -23,7 +23,15 @@ const (
 	// ReasonNotSelect: a single statement that is not a plain SELECT
 	// (INSERT, SELECT INTO, a data-modifying CTE, EXPLAIN, …).
 	ReasonNotSelect
+	// ReasonTooLong: the query is past MaxQueryBytes and was not parsed.
+	ReasonTooLong
 )
+
+// MaxQueryBytes is the longest query rwc parses. A real source query is a
+// few kilobytes; PostgreSQL's parser needs about 400 bytes of memory per
+// byte of a long OR chain, so a spec directory of such queries would take
+// gigabytes to lint.
+const MaxQueryBytes = 256 << 10
 
 // SyntaxError is why a query cannot be analysed. Statements that parse but
 // are not a single SELECT are reported through the same type (with a Reason)

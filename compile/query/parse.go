@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -33,6 +34,10 @@ type analyzer struct {
 // WITH, set operations or VALUES); anything else is a *SyntaxError with a
 // Reason saying what it is.
 func Analyze(sql string) (*Analysis, *SyntaxError) {
+	if len(sql) > MaxQueryBytes {
+		return nil, &SyntaxError{Offset: 0, Message: fmt.Sprintf("the query is %d KiB long, past the %d KiB rwc parses", len(sql)>>10, MaxQueryBytes>>10),
+			Hint: "a source query is a few kilobytes: move long value lists into a table and join it", Reason: ReasonTooLong}
+	}
 	// The parser takes a C string: a NUL would silently cut the query short
 	// and rwc would analyse something else than what it runs.
 	if i := strings.IndexByte(sql, 0); i >= 0 {
