@@ -33,6 +33,30 @@ func (e *QueryError) Error() string {
 
 func (e *QueryError) Unwrap() error { return e.PG }
 
+// ConnectProblem says why a session could not be opened, in rwc's words:
+// the server's message with its SQLSTATE and what to check, rather than
+// the driver's "pq: …".
+func ConnectProblem(err error) string {
+	var pe *pq.Error
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	msg := fmt.Sprintf("the server refused the session: %s (SQLSTATE %s)", pe.Message, pe.Code)
+	if hint, ok := connectHints[string(pe.Code)]; ok {
+		msg += "; " + hint
+	}
+	return msg
+}
+
+var connectHints = map[string]string{
+	"28P01": "check the user and password in the connection string (or the password file)",
+	"28000": "the server's pg_hba.conf has no entry for this user, database and address, or wants SSL (sslmode=require)",
+	"3D000": "check the database name in the connection string",
+	"42501": "the user may not connect to this database: GRANT CONNECT ON DATABASE to it",
+	"53300": "the server has no free connection slots: try again, or raise max_connections",
+	"57P03": "the server is starting up or shutting down: try again",
+}
+
 var quotedName = regexp.MustCompile(`"([^"]+)"`)
 
 // queryError positions a PostgreSQL error inside the flow's query. The

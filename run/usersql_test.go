@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -116,5 +117,24 @@ func TestDescribeKeepsNoLocks(t *testing.T) {
 	}
 	if held != 0 {
 		t.Errorf("the transaction holds %d locks on src after describing the query", held)
+	}
+}
+
+// A session the server refuses is said in rwc's words, with what to check.
+func TestConnectProblem(t *testing.T) {
+	_, dsn := pgtest.DB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_database"
+	s, err := session.Open(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msg := ConnectProblem(s.Ping())
+	if strings.Contains(msg, "pq:") || !strings.Contains(msg, "SQLSTATE 3D000") || !strings.Contains(msg, "check the database name") {
+		t.Errorf("ConnectProblem = %q", msg)
 	}
 }

@@ -65,7 +65,7 @@ func open(ctx context.Context, dsn string) (*sql.DB, error) {
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("cannot connect to %s: %v", run.Redact(dsn), redactErr(err, dsn))
+		return nil, fmt.Errorf("cannot connect to %s: %s", run.Redact(dsn), run.RedactText(run.ConnectProblem(err), dsn))
 	}
 	return db, nil
 }
