@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,9 @@ properties: {reset_allowed: false}.
 --explain prints the SQL a refresh would run and changes nothing.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
+				return fmt.Errorf("--where is empty: give the CEL predicate of the rows to recompute")
+			}
 			if full && where != "" {
 				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
 			}
@@ -119,6 +123,12 @@ func compileWhere(text string, f *compile.Flow) (*predicate.Predicate, diag.List
 	var ds diag.List
 	for _, is := range issues {
 		ds.Errorf(is.Code, diag.Pos{File: "--where", Line: is.At.Line, Column: is.At.Column}, is.Hint, "%s", is.Message)
+	}
+	// The DELETE and the INSERT each evaluate it: with rand() they would
+	// pick other rows, duplicating some and losing others.
+	if p != nil && p.Determinism == predicate.NonDeterministic {
+		ds.Errorf("RW213", diag.Pos{File: "--where", Line: 1, Column: 1}, "write a predicate on the columns, e.g. "+f.PartitionBy+" >= date('2026-01-01')",
+			"an override must select the same rows for its DELETE and its INSERT, and rand() picks others each time")
 	}
 	return p, ds
 }
