@@ -32,8 +32,13 @@ func encodingProblem(raw []byte, file string) *diag.Diagnostic {
 	}
 	for i := 0; i < len(raw); {
 		r, n := utf8.DecodeRune(raw[i:])
-		if r == utf8.RuneError && n <= 1 {
+		switch {
+		case r == utf8.RuneError && n <= 1:
 			return encodingError(file, posOf(raw, i, file), hint, "the file is not valid UTF-8 (byte 0x%02X)", raw[i])
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r':
+			// YAML refuses them too, without saying where.
+			return encodingError(file, posOf(raw, i, file), "remove it; to put one in a value, write it as an escape in a double-quoted string (\"\\e\")",
+				"the file holds the control character 0x%02X, which YAML does not allow", r)
 		}
 		i += n
 	}

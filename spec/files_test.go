@@ -151,6 +151,7 @@ func TestSpecEncodings(t *testing.T) {
 		{"UTF-16 without BOM", utf16[2:], "pipelines/p.yaml:1:2"},
 		{"invalid UTF-8", []byte("pipeline: p\ntables:\n  t\xe9: {}\n"), "pipelines/p.yaml:3:4"},
 		{"NUL byte", []byte("pipeline: p\n  \x00\n"), "pipelines/p.yaml:2:3"},
+		{"control character", []byte("pipeline: p\ntables: \x1b[2J\n"), "pipelines/p.yaml:2:9"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

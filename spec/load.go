@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -125,7 +126,11 @@ func unreadable(file string, err error) diag.Diagnostic {
 	if errors.As(err, &pe) {
 		err = pe.Err // the path is the diagnostic's already
 	}
-	return diag.Diagnostic{Code: "RW100", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: fmt.Sprintf("cannot read: %v", err)}
+	d := diag.Diagnostic{Code: "RW100", Severity: diag.Error, Pos: diag.Pos{File: file}, Message: fmt.Sprintf("cannot read: %v", err)}
+	if errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links") {
+		d.Hint = "a symbolic link on the way leads in a loop: point it at the file itself"
+	}
+	return d
 }
 
 // lineBreak is YAML's idea of a line break, so line numbers agree with it.
