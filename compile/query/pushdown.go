@@ -77,10 +77,9 @@ func WithConditions(sql string, conds []string) (string, error) {
 	if sel == nil || sel.Op != pg.SetOperation_SETOP_NONE || sel.ValuesLists != nil {
 		return "", fmt.Errorf("query is not a plain SELECT")
 	}
-	args := []*pg.Node{}
-	if sel.WhereClause != nil {
-		args = append(args, sel.WhereClause)
-	}
+	// One flat AND, as PostgreSQL's parser builds it from the deparsed
+	// text, lest faithful take the nesting for another query.
+	args := conjuncts(sel.WhereClause)
 	for _, c := range conds {
 		ct, err := pg.Parse("SELECT WHERE " + c)
 		if err != nil || len(ct.Stmts) != 1 {
@@ -90,7 +89,7 @@ func WithConditions(sql string, conds []string) (string, error) {
 		if cs == nil || cs.WhereClause == nil {
 			return "", fmt.Errorf("condition %q is not an expression", c)
 		}
-		args = append(args, cs.WhereClause)
+		args = append(args, conjuncts(cs.WhereClause)...)
 	}
 	if len(args) == 1 {
 		sel.WhereClause = args[0]
