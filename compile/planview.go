@@ -61,38 +61,38 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 			fmt.Fprintf(w, "      changes: %s\n", strings.Join(f.Changes, ", "))
 		}
 		if f.WindowChange != nil {
-			fmt.Fprintf(w, "      window %s: %s\n", f.WindowChange.Column, strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost))
+			fmt.Fprintf(w, "      window %s: %s\n", f.WindowChange.Column, diag.Visible(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
 		}
 		if f.Window != "" {
-			fmt.Fprintf(w, "      window: %s\n", f.Window)
+			fmt.Fprintf(w, "      window: %s\n", diag.Visible(f.Window))
 		}
 		if f.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows in the window: %d\n", *f.EstimatedRows)
 		}
 		for _, n := range f.Notes {
-			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), n)
+			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), diag.Visible(n))
 		}
 		for _, q := range f.SQL {
-			fmt.Fprintf(w, "      %s\n", paint("2", strings.ReplaceAll(q, "\n", "\n        ")+";"))
+			fmt.Fprintf(w, "      %s\n", paint("2", strings.ReplaceAll(diag.VisibleLines(q), "\n", "\n        ")+";"))
 		}
 	}
 	for _, b := range p.Backfills {
-		fmt.Fprintf(w, "%s backfill %s (%s): %s\n", paint("36", "»"), b.File, b.Flow, b.Status)
-		fmt.Fprintf(w, "      where: %s\n", b.Where)
+		fmt.Fprintf(w, "%s backfill %s (%s): %s\n", paint("36", "»"), diag.Visible(b.File), b.Flow, b.Status)
+		fmt.Fprintf(w, "      where: %s\n", diag.Visible(b.Where))
 		if b.Range != "" {
-			fmt.Fprintf(w, "      recomputes: %s\n", b.Range)
+			fmt.Fprintf(w, "      recomputes: %s\n", diag.Visible(b.Range))
 		}
 		if b.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows now in that range: %d\n", *b.EstimatedRows)
 		}
-		fmt.Fprintf(w, "      reason: %s\n", b.Reason)
+		fmt.Fprintf(w, "      reason: %s\n", diag.Visible(b.Reason))
 	}
 	if len(p.Diagnostics) > 0 {
 		fmt.Fprintln(w)
 		for _, d := range p.Diagnostics {
-			fmt.Fprintf(w, "%s\n", paint(map[bool]string{true: "31", false: "33"}[d.Severity == diag.Error], d.String()))
+			fmt.Fprintf(w, "%s\n", paint(map[bool]string{true: "31", false: "33"}[d.Severity == diag.Error], diag.Visible(d.String())))
 			if d.Hint != "" {
-				fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+				fmt.Fprintf(w, "  hint: %s\n", diag.Visible(d.Hint))
 			}
 		}
 	}
@@ -146,7 +146,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(&d, "Estimated rows in the window: %d\n\n", *f.EstimatedRows)
 		}
 		for _, n := range f.Notes {
-			fmt.Fprintf(&d, "> **Note:** %s\n\n", n)
+			fmt.Fprintf(&d, "> **Note:** %s\n\n", diag.Visible(n))
 		}
 		if len(f.SQL) > 0 {
 			d.WriteString(mdBlock("sql", strings.Join(f.SQL, ";\n")+";"))
@@ -179,7 +179,7 @@ func mdCode(s string) string {
 	if s == "" {
 		return ""
 	}
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", "\\|").Replace(s)
+	s = diag.Visible(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", "\\|").Replace(s))
 	tick := strings.Repeat("`", longestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		s = " " + s + " "
@@ -190,6 +190,7 @@ func mdCode(s string) string {
 // mdBlock is s as a fenced code block whose fence is longer than any
 // backtick run in s.
 func mdBlock(lang, s string) string {
+	s = diag.VisibleLines(s)
 	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
 	return fence + lang + "\n" + s + "\n" + fence + "\n"
 }
@@ -197,8 +198,10 @@ func mdBlock(lang, s string) string {
 // mdText is free text on one line, its markdown and HTML escaped.
 func mdText(s string) string {
 	var b strings.Builder
-	for _, r := range strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s) {
-		if strings.ContainsRune("\\`*[]<>|~&", r) { // what links, images, HTML, code or emphasis start with, mid-line
+	for _, r := range diag.Visible(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)) {
+		// What links, images, HTML, code, emphasis and mentions (@team,
+		// which notify) start with, mid-line.
+		if strings.ContainsRune("\\`*[]<>|~&@", r) {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)

@@ -43,3 +43,25 @@ func TestMarkdownKeepsSpecTextInPlace(t *testing.T) {
 		t.Errorf("a code block is left open:\n%s", b.String())
 	}
 }
+
+// The text plan shows no control character of a spec's: an ESC, a CR or a
+// line break in a predicate's string, a query, a backfill's reason or
+// where:, which pushdown's deparsed SQL prints raw, cannot rewrite the
+// terminal or start a GitHub workflow command at a line's start.
+func TestTextPlanShowsNoControlCharacters(t *testing.T) {
+	evil := "\x1b[2J\r\n::error file=x::pwned\x07"
+	p := &Plan{
+		Flows:       []FlowPlan{{Flow: "t", Action: "create", Window: `s == "` + evil + `"`, Notes: []string{evil}, SQL: []string{"SELECT '" + evil + "'\nFROM src"}}},
+		Backfills:   []BackfillPlan{{File: "b" + evil + ".yaml", Flow: "t", Status: "pending", Where: evil, Range: evil, Reason: evil}},
+		Diagnostics: diag.List{{Code: "RW202", Message: evil, Hint: evil, Pos: diag.Pos{File: evil}}},
+	}
+	for name, write := range map[string]func(*bytes.Buffer){"text": func(b *bytes.Buffer) { p.WriteText(b, false) }, "markdown": func(b *bytes.Buffer) { p.WriteMarkdown(b) }} {
+		var b bytes.Buffer
+		write(&b)
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "::") || strings.ContainsAny(line, "\x1b\r\x07") { // the runner trims the line's start
+				t.Errorf("%s: line %q", name, line)
+			}
+		}
+	}
+}

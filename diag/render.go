@@ -15,10 +15,10 @@ type Sources func(file string) []string
 // code and message, the source line with a caret, then the hint.
 func WriteText(w io.Writer, l List, src Sources) {
 	for _, d := range l {
-		fmt.Fprintf(w, "%s\n", visible(d.String()))
+		fmt.Fprintf(w, "%s\n", Visible(d.String()))
 		if src != nil && d.Line > 0 {
 			if lines := src(d.File); d.Line <= len(lines) {
-				text, col := excerpt(visible(strings.ReplaceAll(lines[d.Line-1], "\t", " ")), d.Column)
+				text, col := excerpt(Visible(strings.ReplaceAll(lines[d.Line-1], "\t", " ")), d.Column)
 				gutter := fmt.Sprintf("%5d | ", d.Line)
 				fmt.Fprintf(w, "%s%s\n", gutter, text)
 				if col > 0 && col <= utf8.RuneCountInString(text)+1 {
@@ -54,17 +54,37 @@ func excerpt(line string, col int) (string, int) {
 	return out, col
 }
 
-// visible replaces control characters with U+FFFD: a spec's text, file
+// Visible replaces control characters with U+FFFD: a spec's text, file
 // names included, reaches terminals and CI logs, where an ESC or a CR
 // would rewrite what is shown, and a line break would start a line of its
-// own (a GitHub workflow command, say).
-func visible(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r >= 0x7f && r <= 0x9f {
-			return utf8.RuneError
+// own (a GitHub workflow command, say). Every view prints text that came
+// from a spec through it.
+func Visible(s string) string { return noCommands(strings.Map(visibleRune(false), s)) }
+
+// VisibleLines is Visible for text whose line breaks are its own (SQL
+// rwc laid out): it keeps them, and replaces every other control.
+func VisibleLines(s string) string { return noCommands(strings.Map(visibleRune(true), s)) }
+
+// noCommands keeps a line from reading as a GitHub Actions workflow
+// command (the runner acts on a line that starts with "::" once leading
+// white space is trimmed): a zero-width space goes before the "::".
+func noCommands(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if t := strings.TrimLeft(l, " \t"); strings.HasPrefix(t, "::") {
+			lines[i] = l[:len(l)-len(t)] + "\u200b" + t
 		}
-		return r
-	}, s)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func visibleRune(keepNewline bool) func(rune) rune {
+	return func(r rune) rune {
+		if r == '\n' && keepNewline || r >= 0x20 && r < 0x7f || r > 0x9f {
+			return r
+		}
+		return utf8.RuneError
+	}
 }
 
 // Counts returns the number of errors and warnings.

@@ -159,13 +159,13 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) er
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "-- flow %s: window %s\n", req.Flow.Name(), s.PredicateCEL)
+		fmt.Fprintf(out, "-- flow %s: window %s\n", req.Flow.Name(), diag.Visible(s.PredicateCEL))
 		if len(s.PushedTo) > 0 {
 			fmt.Fprintf(out, "-- predicate pushed to: %v\n", s.PushedTo)
 		}
 		fmt.Fprintf(out, "BEGIN;\n")
 		for _, st := range s.List() {
-			fmt.Fprintf(out, "%s;\n", st)
+			fmt.Fprintf(out, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
 		}
 		fmt.Fprintf(out, "COMMIT;\n\n")
 	}

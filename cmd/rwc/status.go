@@ -183,15 +183,15 @@ func newEventsCmd(g *globals) *cobra.Command {
 			for _, e := range evs {
 				action := e.Action
 				if e.Error != "" {
-					action += " FAILED: " + e.Error
+					action += " FAILED: " + diag.Visible(e.Error)
 				}
 				backfill := ""
 				if b := e.Backfill; b != nil {
 					// One line per event: a reason may span several.
-					backfill = fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " "))
+					backfill = diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " ")))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
-					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, e.PredicateCEL, backfill)
+					strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, diag.Visible(e.PredicateCEL), backfill)
 			}
 			return tw.Flush()
 		},
@@ -230,7 +230,7 @@ func writeLedger(ctx context.Context, w io.Writer, db *sql.DB) error {
 		if e.FinishedAt != nil {
 			fin = e.FinishedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", e.Path, e.Flow, e.BatchesDone, e.Batches, e.RowsDeleted, e.RowsInserted, fin, e.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", diag.Visible(e.Path), e.Flow, e.BatchesDone, e.Batches, e.RowsDeleted, e.RowsInserted, fin, diag.Visible(e.Reason))
 	}
 	return tw.Flush()
 }
