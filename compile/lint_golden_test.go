@@ -28,7 +28,7 @@ func TestLintGolden(t *testing.T) {
 	for _, dir := range cases {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			p, ds, err := Load(spec.DirFS(dir, nil), "pipelines")
+			p, ds, err := Load(spec.DirFS(dir, spec.Repo{}), "pipelines")
 			if err != nil {
 				t.Fatal(err)
 			}

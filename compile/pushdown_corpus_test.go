@@ -17,7 +17,7 @@ func TestCorpusPushdownSurvivesDeparse(t *testing.T) {
 	dirs, _ := filepath.Glob("testdata/lint/*")
 	checked := 0
 	for _, dir := range dirs {
-		p, ds, err := Load(spec.DirFS(dir, nil), "pipelines")
+		p, ds, err := Load(spec.DirFS(dir, spec.Repo{}), "pipelines")
 		if err != nil || ds.HasErrors() {
 			continue
 		}

@@ -282,29 +282,30 @@ func sameBlob(tree *object.Tree, p string, e *object.TreeEntry) (bool, error) {
 	return plumbing.ComputeHash(plumbing.BlobObject, content) == e.Hash, nil
 }
 
-// Tracked is what spec.DirFS asks of a file a spec link leads to: whether
-// the index of the repository holding dir has it. The index is read on
-// the first question only (most spec directories have no links); outside
-// a repository, or when it cannot be read, nothing is tracked.
-func Tracked(dir string) spec.Tracked {
-	index := sync.OnceValues(func() (map[string]bool, string) {
-		repo, root, err := open(dir)
-		if err != nil {
-			return nil, ""
-		}
+// Repo is the repository the work tree at dir (rwc's working directory)
+// belongs to, as spec.DirFS needs it: its root, and whether its index holds
+// a file with a given content. The index is read on the first question
+// only (most spec directories have no links). Outside a repository it is
+// the zero spec.Repo.
+func Repo(dir string) spec.Repo {
+	repo, root, err := open(dir)
+	if err != nil {
+		return spec.Repo{}
+	}
+	index := sync.OnceValue(func() map[string]plumbing.Hash {
 		idx, err := repo.Storer.Index()
 		if err != nil {
-			return nil, ""
+			return nil
 		}
-		paths := make(map[string]bool, len(idx.Entries))
+		blobs := make(map[string]plumbing.Hash, len(idx.Entries))
 		for _, e := range idx.Entries {
-			paths[e.Name] = true
+			blobs[e.Name] = e.Hash
 		}
-		return paths, root
+		return blobs
 	})
-	return func(abs string) bool {
-		paths, root := index()
+	return spec.Repo{Root: root, Committed: func(abs string, content []byte) bool {
 		rel, err := within(root, abs)
-		return err == nil && paths[rel]
-	}
+		h, ok := index()[rel]
+		return err == nil && ok && h == plumbing.ComputeHash(plumbing.BlobObject, content)
+	}}
 }

@@ -21,18 +21,25 @@ func TestSpecLinksFollowTrackedFilesOnly(t *testing.T) {
 	write("pipelines/own.yaml", "pipeline: own\ntables: {}\n")(t, root)
 	commitAll(t, repo)
 	write("creds.yaml", "token: "+secret+"\n")(t, root)
+	write("placeholder.yaml", "pipeline: placeholder\ntables: {}\n")(t, root)
+	wt, _ := repo.Worktree()
+	if _, err := wt.Add("placeholder.yaml"); err != nil {
+		t.Fatal(err)
+	}
 	for target, name := range map[string]string{
-		"../shared.yaml": "pipelines/a.yaml",    // tracked: read
-		"../creds.yaml":  "pipelines/b.yaml",    // untracked: refused
-		"../.git/config": "pipelines/c.yaml",    // inside .git: refused
-		"../":            "pipelines/backfills", // a linked directory: its files must be tracked
+		"../shared.yaml":      "pipelines/a.yaml",    // tracked: read
+		"../creds.yaml":       "pipelines/b.yaml",    // untracked: refused
+		"../.git/config":      "pipelines/c.yaml",    // inside .git: refused
+		"../":                 "pipelines/backfills", // a linked directory: its files must be tracked
+		"../placeholder.yaml": "pipelines/p.yaml",    // tracked, but CI wrote over it
 	} {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	write("placeholder.yaml", "token: "+secret+"\n")(t, root)
 	dir := filepath.Join(root, "pipelines")
-	p, ds := spec.Load(spec.DirFS(dir, Tracked(dir)), "pipelines")
+	p, ds := spec.Load(spec.DirFS(dir, Repo(root)), "pipelines")
 	var out bytes.Buffer
 	diag.WriteText(&out, ds, func(f string) []string { return p.Sources[f] })
 	if strings.Contains(out.String(), secret) || strings.Contains(out.String(), "repositoryformatversion") {
@@ -44,10 +51,28 @@ func TestSpecLinksFollowTrackedFilesOnly(t *testing.T) {
 			refused[d.File] = true
 		}
 	}
-	for name, want := range map[string]bool{"pipelines/a.yaml": false, "pipelines/b.yaml": true, "pipelines/c.yaml": true,
+	for name, want := range map[string]bool{"pipelines/backfills/placeholder.yaml": true, "pipelines/a.yaml": false, "pipelines/b.yaml": true, "pipelines/c.yaml": true, "pipelines/p.yaml": true,
 		"pipelines/backfills/shared.yaml": false, "pipelines/backfills/creds.yaml": true} {
 		if refused[name] != want {
 			t.Errorf("%s refused: %v, want %v\n%s", name, refused[name], want, out.String())
 		}
+	}
+}
+
+// A link above the spec directory, inside the checkout, cannot lead the
+// spec directory itself out of the repository rwc runs in.
+func TestSpecDirectoryBehindALinkOutside(t *testing.T) {
+	root, repo := initRepo(t)
+	outside := t.TempDir()
+	write("pipelines/s.yaml", "pipeline: SECRET-4712\n")(t, outside)
+	if err := os.Symlink(outside, filepath.Join(root, "data")); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, repo)
+	p, ds := spec.Load(spec.DirFS(filepath.Join(root, "data", "pipelines"), Repo(root)), "data/pipelines")
+	var out bytes.Buffer
+	diag.WriteText(&out, ds, func(f string) []string { return p.Sources[f] })
+	if strings.Contains(out.String(), "SECRET-4712") || len(ds) != 1 || ds[0].Code != "RW120" {
+		t.Fatalf("want one RW120 and no quote:\n%s", out.String())
 	}
 }

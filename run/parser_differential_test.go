@@ -170,7 +170,7 @@ func corpusQueries(t *testing.T) []corpusQuery {
 	var out []corpusQuery
 	dirs, _ := filepath.Glob("../compile/testdata/lint/*")
 	for _, dir := range dirs {
-		p, _, err := compile.Load(spec.DirFS(dir, nil), dir)
+		p, _, err := compile.Load(spec.DirFS(dir, spec.Repo{}), dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -30,26 +31,39 @@ func (r *Refused) Error() string { return r.Reason }
 
 // DirFS is the spec directory dir on disk as rwc reads it. Specs arrive in
 // pull requests from anyone while CI holds secrets, so it refuses what a
-// spec path must not be: a symbolic link leading out of the repository
-// that holds dir (out of dir itself outside a repository), into a .git
-// directory, or (given tracked) to a file git does not track, such as
-// credentials CI wrote into the work tree; anything but a directory or a
-// regular file; a file over MaxFileSize, and more than MaxTotalSize in all.
-func DirFS(dir string, tracked Tracked) fs.FS {
-	d := &dirFS{dir: dir, tracked: tracked, total: new(atomic.Int64)}
-	d.root = sync.OnceValues(func() (boundaryDir, error) { return boundary(dir) })
+// spec path must not be: a symbolic link (the spec directory's own path
+// included) leading out of the repository, into a .git directory, or to a
+// file whose content git does not hold, such as credentials CI wrote into
+// the work tree; anything but a directory or a regular file; a file over
+// MaxFileSize, and more than MaxTotalSize in all. The repository is repo
+// (the one the command runs in); without one, the git work tree found
+// above dir, else dir itself.
+func DirFS(dir string, repo Repo) fs.FS {
+	d := &dirFS{dir: dir, repo: repo, total: new(atomic.Int64)}
+	d.root = sync.OnceValues(func() (boundaryDir, error) {
+		if repo.Root != "" {
+			return boundaryDir{repo.Root, true}, nil
+		}
+		return boundary(dir)
+	})
 	return d
 }
 
-// Tracked reports whether git tracks the file at an absolute path; nil
-// when rwc knows no repository.
-type Tracked func(abs string) bool
+// Repo is the git repository rwc runs in, found from the working directory
+// (which the pull request cannot move, unlike a path inside the checkout);
+// the zero Repo when there is none.
+type Repo struct {
+	Root string // the work tree's root, links resolved
+	// Committed reports whether git's index holds the file at an absolute
+	// path with exactly this content.
+	Committed func(abs string, content []byte) bool
+}
 
 type dirFS struct {
-	dir     string
-	root    func() (boundaryDir, error)
-	tracked Tracked
-	total   *atomic.Int64
+	dir   string
+	root  func() (boundaryDir, error)
+	repo  Repo
+	total *atomic.Int64
 }
 
 func (d *dirFS) Open(name string) (fs.File, error) {
@@ -97,6 +111,17 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if d.repo.Root != "" {
+		// A link above the spec directory, inside the checkout, could
+		// lead it anywhere: the directory itself must be in the repository.
+		rd, err := resolve(d.dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if !inside(root.path, rd) {
+			return "", nil, OutsideLink()
+		}
+	}
 	steps := []string{"."}
 	if name != "." {
 		parts := strings.Split(name, "/")
@@ -114,7 +139,7 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 		linked = linked || link
 	}
 	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	if linked && !st.IsDir() && root.repo && d.tracked != nil {
+	if linked && !st.IsDir() && root.repo && d.repo.Committed != nil {
 		if err := d.committed(full); err != nil {
 			return "", nil, err
 		}
@@ -136,9 +161,7 @@ func vet(p, root string, last bool) (fs.FileInfo, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		rel, err := filepath.Rel(root, resolved)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) ||
-			slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git") {
+		if !inside(root, resolved) {
 			return nil, true, OutsideLink()
 		}
 	}
@@ -149,21 +172,51 @@ func vet(p, root string, last bool) (fs.FileInfo, bool, error) {
 	return st, link, err
 }
 
-// committed refuses a file reached through a link that git does not
-// track: the work tree also holds what CI wrote there, credentials among
-// it.
+// inside reports whether p is root or below it, and not in a .git
+// directory.
+func inside(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) &&
+		!slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git")
+}
+
+// committed refuses a file reached through a link unless git's index holds
+// it as it is: the work tree also holds what CI wrote there, credentials
+// among it, at paths a pull request may have committed placeholders for.
 func (d *dirFS) committed(p string) error {
 	resolved, err := resolve(p)
 	if err != nil {
 		return err
 	}
-	if !d.tracked(resolved) {
+	content, err := readCapped(resolved)
+	if err != nil {
+		return err
+	}
+	if !d.repo.Committed(resolved, content) {
 		return &Refused{
-			Reason: "leads through a symbolic link to a file git does not track; rwc follows links to committed files only",
-			Hint:   "git add the file it leads to, or replace the link with the file itself",
+			Reason: "leads through a symbolic link to a file whose content git does not hold; rwc follows links to committed files only",
+			Hint:   "git add (and commit) the file it leads to as it is, or replace the link with the file itself",
 		}
 	}
 	return nil
+}
+
+// readCapped reads at most MaxFileSize+1 bytes of a regular file, without
+// blocking on anything else.
+func readCapped(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err == nil {
+		err = regular(st, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }
 
 func resolve(p string) (string, error) {

@@ -80,7 +80,7 @@ func TestSpecPathsRefused(t *testing.T) {
 			write(t, filepath.Join(outside, "config.json"), `{"token": "`+secret+`"}`)
 			write(t, filepath.Join(outside, "p.yaml"), "pipeline: "+secret+"\n")
 			c.setup(t, repo, outside)
-			p, ds := Load(DirFS(filepath.Join(repo, "pipelines"), nil), "pipelines")
+			p, ds := Load(DirFS(filepath.Join(repo, "pipelines"), Repo{}), "pipelines")
 			out := render(p, ds)
 			if strings.Contains(out, secret) {
 				t.Fatalf("the output quotes a refused file:\n%s", out)
@@ -109,7 +109,7 @@ func TestSpecLinksOutsideTheDirectoryWithoutARepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	link(t, "../shared.yaml", top, "pipelines/p.yaml")
-	p, ds := Load(DirFS(filepath.Join(top, "pipelines"), nil), "pipelines")
+	p, ds := Load(DirFS(filepath.Join(top, "pipelines"), Repo{}), "pipelines")
 	if !has(ds, "RW120", "pipelines/p.yaml") || strings.Contains(render(p, ds), secret) {
 		t.Fatalf("want RW120 and no quote:\n%s", render(p, ds))
 	}
@@ -125,7 +125,7 @@ func TestSpecDirectoryTotalCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, ds := Load(DirFS(dir, nil), "pipelines")
+	_, ds := Load(DirFS(dir, Repo{}), "pipelines")
 	found := false
 	for _, d := range ds {
 		found = found || d.Code == "RW120" && strings.Contains(d.Message, "in all")
@@ -158,7 +158,7 @@ func TestSpecEncodings(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "p.yaml"), c.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, ds := Load(DirFS(dir, nil), "pipelines")
+			p, ds := Load(DirFS(dir, Repo{}), "pipelines")
 			if len(ds) != 1 || ds[0].Code != "RW121" || ds[0].Pos.String() != c.pos {
 				t.Fatalf("want one RW121 at %s, got:\n%s", c.pos, render(p, ds))
 			}
@@ -169,12 +169,12 @@ func TestSpecEncodings(t *testing.T) {
 	}
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "caf\xe9.yaml"), goodSpec)
-	if _, ds := Load(DirFS(dir, nil), "pipelines"); len(ds) != 1 || ds[0].Code != "RW121" || ds[0].File != "pipelines/caf?.yaml" {
+	if _, ds := Load(DirFS(dir, Repo{}), "pipelines"); len(ds) != 1 || ds[0].Code != "RW121" || ds[0].File != "pipelines/caf?.yaml" {
 		t.Errorf("a file name that is not UTF-8: %v", ds)
 	}
 	dir = t.TempDir()
 	write(t, filepath.Join(dir, "p.yaml"), "\ufeff"+goodSpec)
-	if _, ds := Load(DirFS(dir, nil), "pipelines"); ds.HasErrors() {
+	if _, ds := Load(DirFS(dir, Repo{}), "pipelines"); ds.HasErrors() {
 		t.Errorf("a UTF-8 byte-order mark is refused: %v", ds)
 	}
 }

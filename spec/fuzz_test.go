@@ -79,7 +79,7 @@ func FuzzDirFS(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		p, ds := Load(DirFS(specs, nil), "pipelines")
+		p, ds := Load(DirFS(specs, Repo{}), "pipelines")
 		if out := render(p, ds); strings.Contains(out, secret) {
 			t.Fatalf("quoted a file outside the repository:\n%s", out)
 		}

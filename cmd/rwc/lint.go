@@ -70,7 +70,7 @@ func loadProject(dir string) (*compile.Project, diag.List, error) {
 	if err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory of pipeline specs (give the directory, e.g. rwc lint pipelines)", dir)
 	}
-	return compile.Load(spec.DirFS(dir, diff.Tracked(dir)), dir)
+	return compile.Load(spec.DirFS(dir, diff.Repo(".")), dir)
 }
 
 func sourcesOf(p *compile.Project) diag.Sources {
