@@ -37,12 +37,25 @@ func (e *QueryError) Unwrap() error { return e.PG }
 // the server's message with its SQLSTATE and what to check, rather than
 // the driver's "pq: …".
 func ConnectProblem(err error) string {
+	return serverProblem("the server refused the session", err, connectHints)
+}
+
+// StateProblem says why rwc's state schema could not be read, created or
+// upgraded, as ConnectProblem does.
+func StateProblem(err error) string {
+	return serverProblem("rwc's state schema (schema rwc) cannot be set up", err, map[string]string{
+		"42501": "the role rwc connects as needs CREATE on the database, or to own a schema rwc: see docs/least-privilege.md",
+		"25006": "the session is read-only (default_transaction_read_only, or a standby): point rwc at the primary",
+	})
+}
+
+func serverProblem(what string, err error, hints map[string]string) string {
 	var pe *pq.Error
 	if !errors.As(err, &pe) {
 		return err.Error()
 	}
-	msg := fmt.Sprintf("the server refused the session: %s (SQLSTATE %s)", pe.Message, pe.Code)
-	if hint, ok := connectHints[string(pe.Code)]; ok {
+	msg := fmt.Sprintf("%s: %s (SQLSTATE %s)", what, pe.Message, pe.Code)
+	if hint, ok := hints[string(pe.Code)]; ok {
 		msg += "; " + hint
 	}
 	return msg

@@ -138,3 +138,26 @@ func TestConnectProblem(t *testing.T) {
 		t.Errorf("ConnectProblem = %q", msg)
 	}
 }
+
+// A state schema rwc may not create is said in rwc's words, with the
+// privilege to grant.
+func TestStateProblem(t *testing.T) {
+	db, dsn := pgtest.DB(t)
+	pgtest.Exec(t, db, `CREATE ROLE weak LOGIN`)
+	t.Cleanup(func() { db.Exec(`DROP ROLE IF EXISTS weak`) })
+	pgtest.Exec(t, db, `DO $$BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM PUBLIC', current_database()); END$$`)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("weak")
+	s, err := session.Open(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msg := StateProblem(Migrate(context.Background(), s))
+	if strings.Contains(msg, "pq:") || !strings.Contains(msg, "SQLSTATE 42501") || !strings.Contains(msg, "least-privilege") {
+		t.Errorf("StateProblem = %q", msg)
+	}
+}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/session"
@@ -31,6 +34,10 @@ func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
 	}
 	if err := run.Migrate(ctx, d.db); err != nil {
 		d.db.Close()
+		var pe *pq.Error
+		if errors.As(err, &pe) {
+			return nil, errors.New(run.StateProblem(err))
+		}
 		return nil, err
 	}
 	return d.db, nil
