@@ -3,6 +3,7 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"runtime"
 	"slices"
 	"sort"
@@ -111,9 +112,18 @@ type PlanInput struct {
 	// no estimates. Flows are planned concurrently: it must be safe to call
 	// from several goroutines at once.
 	Estimate func(f *Flow, s Statements) *int64
-	// BackfillStatus maps a backfill file to its ledger status; nil (no
-	// database): files already in Base count as applied, others pending.
-	BackfillStatus func(b *Backfill) string
+	// BackfillStatus maps a backfill file to its ledger status, and, for a
+	// file that is an applied one renamed and edited ("changed"), to the
+	// ledger's name for that one ("" otherwise); nil (no database): files
+	// already in Base count as applied, others pending.
+	BackfillStatus func(b *Backfill) (status, renamedFrom string)
+}
+
+// RenamedBackfillHint says how to resolve RW501 for file, read as the
+// applied backfill file entry (the ledger's name for it) renamed and edited.
+func RenamedBackfillHint(file, entry string) string {
+	return fmt.Sprintf("restore %s as it was applied (renaming it is fine, editing it is not); if %s is a new backfill, keep %s in the specs until the new one has run, or first deploy its deletion, in a deployment of its own",
+		entry, file, entry)
 }
 
 // BuildPlan diffs head against base and state, and decides every flow.
@@ -141,8 +151,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			}
 		}
 	}
-	for _, b := range in.Head.Backfills {
-		p.Backfills = append(p.Backfills, planBackfill(in, b, rc))
+	appliedAs := make([]string, len(in.Head.Backfills))
+	for i, b := range in.Head.Backfills {
+		var bp BackfillPlan
+		bp, appliedAs[i] = planBackfill(in, b, rc)
+		p.Backfills = append(p.Backfills, bp)
 	}
 	for i, b := range p.Backfills {
 		switch b.Status {
@@ -150,7 +163,14 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			p.Summary.PendingBackfills++
 		case "changed":
 			src := in.Head.Backfills[i].File
-			p.Diagnostics.Errorf("RW501", diag.Pos{File: src.File, Line: 1, Column: 1},
+			pos := diag.Pos{File: src.File, Line: 1, Column: 1}
+			if as := appliedAs[i]; as != "" {
+				p.Diagnostics.Errorf("RW501", pos, RenamedBackfillHint(src.File, as),
+					"backfill file %s is new to the ledger, but %s, a backfill of %s that was applied (or started), left the specs since the last deployment: this is read as that file renamed and edited, and rwc apply refuses it",
+					src.File, as, b.Flow)
+				continue
+			}
+			p.Diagnostics.Errorf("RW501", pos,
 				"restore the file as it was applied; to recompute another range, commit a new backfill file",
 				"backfill file %s was changed after it was applied: rwc apply refuses it", src.File)
 		}
@@ -338,11 +358,11 @@ func hasPrefix(s []string, prefix string) bool {
 	return false
 }
 
-func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) BackfillPlan {
-	bp := BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}
+func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp BackfillPlan, renamedFrom string) {
+	bp = BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}
 	switch {
 	case in.BackfillStatus != nil:
-		bp.Status = in.BackfillStatus(b)
+		bp.Status, renamedFrom = in.BackfillStatus(b)
 	case in.Base != nil && in.Base.Spec.Sources[b.File.File] != nil:
 		// Without a ledger, the deployed file stands for the applied one.
 		bp.Status = "applied"
@@ -362,5 +382,5 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) BackfillPl
 			}
 		}
 	}
-	return bp
+	return bp, renamedFrom
 }

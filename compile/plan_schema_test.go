@@ -128,7 +128,7 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		Base: base, BaseRev: compile.Rev{Source: "state", Commit: strings.Repeat("c", 40)}, State: state,
 		Basis: compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
 		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
-		BackfillStatus: func(*compile.Backfill) string { return "changed" }})
+		BackfillStatus: func(*compile.Backfill) (string, string) { return "changed", "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

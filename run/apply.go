@@ -32,14 +32,8 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 	if err := r.preflight(ctx, p); err != nil {
 		return nil, err
 	}
-	for _, j := range jobs {
-		st, err := LedgerStatus(ctx, r.db, j.Path, j.Hash(), j.Present)
-		if err != nil {
-			return nil, err
-		}
-		if st == BackfillChanged {
-			return nil, refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", j.Path)
-		}
+	if err := r.refuseChangedBackfills(ctx, jobs); err != nil {
+		return nil, err
 	}
 	var results []Result
 	failed := map[string]bool{}
@@ -97,6 +91,31 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
 	}
 	return results, r.recordDeployment(ctx, dep)
+}
+
+// refuseChangedBackfills refuses the whole apply, before anything is
+// changed, when a backfill file is an applied one changed: edited in place,
+// or renamed and edited (IdentifyBackfills).
+func (r *Runner) refuseChangedBackfills(ctx context.Context, jobs []*BackfillJob) error {
+	files := make([]BackfillFile, len(jobs))
+	for i, j := range jobs {
+		files[i] = BackfillFile{Key: j.Path, Hash: j.Hash(), Flow: j.Flow.Name()}
+	}
+	ids, err := IdentifyBackfills(ctx, r.db, files)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		switch {
+		case id.Status != BackfillChanged:
+		case id.Entry == jobs[i].Path:
+			return refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", jobs[i].Path)
+		default:
+			return refuse("backfill %s is new to the ledger, but %s, a backfill of %s that was applied (or started), left the specs since the last deployment: this is read as that file renamed and edited, and nothing was changed; %s",
+				jobs[i].Path, id.Entry, jobs[i].Flow.Name(), compile.RenamedBackfillHint(jobs[i].Path, id.Entry))
+		}
+	}
+	return nil
 }
 
 func (r *Runner) recordDeployment(ctx context.Context, dep Deployment) error {

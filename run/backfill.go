@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -67,10 +68,122 @@ const (
 // path no longer present (the spec directory or the file was renamed) is
 // that entry: a backfill is applied once, and running it again after the
 // sources dropped old rows would delete what the target kept. A copy of a
-// file still present is a backfill of its own.
+// file still present is a backfill of its own. This is one file's view:
+// IdentifyBackfills, over all of them, also knows a file renamed and edited.
 func LedgerStatus(ctx context.Context, q queryer, path, hash string, present []string) (BackfillStatus, error) {
 	st, _, err := ledgerEntry(ctx, q, path, hash, present)
 	return st, err
+}
+
+// BackfillFile is one of the project's backfill files, as the ledger sees
+// it.
+type BackfillFile struct {
+	Key  string // its ledger key (BackfillJob.Path)
+	Hash string // BackfillJob.Hash
+	Flow string
+}
+
+// BackfillIdentity is what the ledger says a backfill file is.
+type BackfillIdentity struct {
+	Status BackfillStatus
+	// Entry is the ledger key of the backfill the file is: its own key, the
+	// key it was applied under before a rename, or, for a file changed
+	// after a rename (Status BackfillChanged), the applied file it is read
+	// as. Empty for a new file.
+	Entry string
+}
+
+// IdentifyBackfills says what each of the project's backfill files is, all
+// of them at once (present, their keys, is derived from files). A file is
+// the ledger entry under its key (BackfillChanged when its content is
+// other), else the entry with its content under a key no longer present
+// (the file moved). A file the ledger knows neither way is new, unless an
+// entry of its flow is left that no file is and that the last deployment
+// still had (by its content), or that started after it: an applied
+// backfill file left the specs as this one came, which is that file
+// renamed and edited, BackfillChanged with Entry that file's key. The
+// content of a file is all there is to know it by after both a rename and
+// an edit, so the pairing is by flow; a backfill file whose deletion was
+// deployed is history, and one added after it is new.
+func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) ([]BackfillIdentity, error) {
+	present := make([]string, len(files))
+	for i, f := range files {
+		present[i] = f.Key
+	}
+	out := make([]BackfillIdentity, len(files))
+	claimed := map[string]bool{}
+	var newFlows []string
+	for i, f := range files {
+		st, key, err := ledgerEntry(ctx, db, f.Key, f.Hash, present)
+		if err != nil {
+			return nil, err
+		}
+		if st == BackfillPending {
+			newFlows = append(newFlows, f.Flow)
+			continue
+		}
+		out[i] = BackfillIdentity{Status: st, Entry: key}
+		claimed[key] = true
+	}
+	if len(newFlows) == 0 {
+		return out, nil
+	}
+	left, err := leftEntries(ctx, db, newFlows, claimed)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range files {
+		if out[i].Entry != "" {
+			continue
+		}
+		if e, ok := left[f.Flow]; ok {
+			out[i] = BackfillIdentity{Status: BackfillChanged, Entry: e}
+		}
+	}
+	return out, nil
+}
+
+// leftEntries maps each of flows to the oldest ledger entry of that flow
+// that is not claimed by a present file and is not yet history: the last
+// deployment had a file with its content, or it started after that
+// deployment (or none was recorded).
+func leftEntries(ctx context.Context, db *sql.DB, flows []string, claimed map[string]bool) (map[string]string, error) {
+	deployed := map[string]bool{}
+	var specs []byte
+	err := db.QueryRowContext(ctx, `SELECT specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&specs)
+	switch {
+	case err == sql.ErrNoRows:
+	case err != nil:
+		return nil, err
+	default:
+		var files map[string]string
+		if err := json.Unmarshal(specs, &files); err != nil {
+			return nil, fmt.Errorf("the last deployment's specs: %w", err)
+		}
+		for _, content := range files {
+			deployed[BackfillJob{Content: content}.Hash()] = true
+		}
+	}
+	rows, err := db.QueryContext(ctx, `SELECT b.path, b.flow, b.content_hash, coalesce(b.started_at > d.deployed_at, true)
+		FROM rwc.backfills b LEFT JOIN (SELECT deployed_at FROM rwc.deployments ORDER BY id DESC LIMIT 1) d ON true
+		WHERE b.flow = ANY($1) ORDER BY b.started_at, b.path`, pq.Array(flows))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	left := map[string]string{}
+	for rows.Next() {
+		var path, flow, hash string
+		var since bool
+		if err := rows.Scan(&path, &flow, &hash, &since); err != nil {
+			return nil, err
+		}
+		if _, ok := left[flow]; ok || claimed[path] || !(since || deployed[hash]) {
+			continue
+		}
+		left[flow] = path
+	}
+	return left, rows.Err()
 }
 
 // ledgerEntry is LedgerStatus with the path the ledger knows the file by.

@@ -146,14 +146,26 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
-		present := presentKeys(head, dir)
-		in.BackfillStatus = func(b *compile.Backfill) string {
-			content := strings.Join(head.Spec.Sources[b.File.File], "\n")
-			st, err := run.LedgerStatus(ctx, db, ledgerKey(dir, b.File.File), (&run.BackfillJob{Content: content}).Hash(), present)
-			if err != nil {
-				return "pending"
+		jobs := backfillJobs(head, dir, "")
+		files := make([]run.BackfillFile, len(jobs))
+		for i, j := range jobs {
+			files[i] = run.BackfillFile{Key: j.Path, Hash: j.Hash(), Flow: j.Flow.Name()}
+		}
+		ids, err := run.IdentifyBackfills(ctx, db, files)
+		if err != nil {
+			return nil, err
+		}
+		byFile := map[*compile.Backfill]run.BackfillIdentity{}
+		for i, b := range head.Backfills {
+			byFile[b] = ids[i]
+		}
+		in.BackfillStatus = func(b *compile.Backfill) (string, string) {
+			id := byFile[b]
+			renamedFrom := ""
+			if id.Status == run.BackfillChanged && id.Entry != ledgerKey(dir, b.File.File) {
+				renamedFrom = id.Entry
 			}
-			return [...]string{"pending", "partial", "applied", "changed"}[st]
+			return [...]string{"pending", "partial", "applied", "changed"}[id.Status], renamedFrom
 		}
 	}
 	switch {
