@@ -145,7 +145,7 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 			return nil, err
 		}
 		apply := func() error {
-			cmd := exec.Command(bin, "--dsn", dsn, "apply", specDir)
+			cmd := exec.Command(bin, "--dsn", dsn, "apply", "--allow-dirty", specDir) // specDir is in no git repository
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("%s apply: %v\n%s", bin, err, out)
 			}

@@ -73,7 +73,7 @@ func TestConcurrentApplies(t *testing.T) {
 	ref := newEnv(t)
 	seedConcurrent(ref)
 	for i := 0; i < 2; i++ {
-		if code, out := runRWC(t, ref.dsn, "apply", dir); code != 0 {
+		if code, out := runRWC(t, ref.dsn, "apply", "--allow-dirty", dir); code != 0 {
 			t.Fatalf("sequential apply %d exited %d:\n%s", i, code, out)
 		}
 	}
@@ -90,7 +90,7 @@ func TestConcurrentApplies(t *testing.T) {
 	outs := make([]bytes.Buffer, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
-		cmd := rwcCmd(t, dsn, "apply", dir)
+		cmd := rwcCmd(t, dsn, "apply", "--allow-dirty", dir)
 		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
 		wg.Add(1)
 		go func() {

@@ -49,7 +49,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 			fast := writeSpecs(t, map[string]string{"p.yaml": crashSpec(false)})
 			slow := writeSpecs(t, map[string]string{"p.yaml": crashSpec(true)})
 			if !tc.first {
-				if code, out := runRWC(t, e.dsn, "apply", fast); code != 0 {
+				if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", fast); code != 0 {
 					t.Fatalf("first apply exited %d:\n%s", code, out)
 				}
 				e.exec(`INSERT INTO t VALUES ('2020-01-01', 'dml', 1)`)
@@ -66,7 +66,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 			}
 			before := state()
 
-			cmd := rwcCmd(t, e.dsn, "apply", slow)
+			cmd := rwcCmd(t, e.dsn, "apply", "--allow-dirty", slow)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -120,7 +120,7 @@ func TestCrashMidInsertLeavesTargetAsBefore(t *testing.T) {
 				t.Fatalf("%d advisory locks left behind", n)
 			}
 
-			code, o := runRWC(t, e.dsn, "apply", "--lock-timeout", "2s", fast)
+			code, o := runRWC(t, e.dsn, "apply", "--allow-dirty", "--lock-timeout", "2s", fast)
 			if code != 0 {
 				t.Fatalf("apply after the kill exited %d:\n%s", code, o)
 			}

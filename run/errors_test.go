@@ -152,7 +152,7 @@ func TestBadInputAtRunTime(t *testing.T) {
 
 	// Through the CLI: exit 1, the positions and the skip in its output.
 	dir := writeSpecs(t, map[string]string{"p.yaml": badInputSpec})
-	code, out := runRWC(t, e.dsn, "apply", dir)
+	code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir)
 	if code != 1 {
 		t.Fatalf("rwc apply exited %d, want 1:\n%s", code, out)
 	}

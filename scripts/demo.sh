@@ -12,6 +12,10 @@ $rwc lint pipelines
 step "rwc local start   (PostgreSQL under .rwc/, started on first use)"
 url=$($rwc local start)
 echo "$url"
+# Every command below uses it: named, rather than as the default, so that
+# an RWC_DATABASE_URL of the shell's is not used instead, and so that the
+# demo runs in CI too, where rwc does not fall back to the local one.
+export RWC_DATABASE_URL="$url"
 
 step "load sample sources (pipelines/sample-data.sql)"
 psql -q -X -v ON_ERROR_STOP=1 "$url" -f pipelines/sample-data.sql >/dev/null 2>&1
@@ -19,6 +23,8 @@ psql -q -X -v ON_ERROR_STOP=1 "$url" -f pipelines/sample-data.sql >/dev/null 2>&
 step "rwc plan   (what apply would do, against what was deployed)"
 $rwc plan
 
+# --allow-dirty: the demo runs the specs as they are on disk, edited or
+# not, and from a copy that is not a git repository.
 step "rwc apply  (refresh every flow, run the committed backfill file once)"
 $rwc apply --allow-dirty
 
@@ -27,10 +33,10 @@ psql -q -X "$url" -c "INSERT INTO clickstream_events SELECT 10000000 + i, curren
 $rwc apply --allow-dirty
 
 step "a one-off recompute of 18 older days of the clickstream, in batches of 7 days"
-$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch-size 7
+$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch-size 7 --allow-dirty
 
 step "a full refresh of sales_daily is refused (reset_allowed: false)"
-$rwc refresh sales_daily --full || true
+$rwc refresh sales_daily --full --allow-dirty || true
 
 step "rwc status"
 $rwc status

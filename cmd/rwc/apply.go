@@ -68,6 +68,20 @@ func loadClean(cmd *cobra.Command, dir string) (*compile.Project, error) {
 	return p, nil
 }
 
+// checkCheckout reads the git state of the specs in dir and refuses to run
+// them when they are not a commit's (diff.Checkout.Refusal), unless
+// allowDirty; then it warns when that state could not be read.
+func checkCheckout(cmd *cobra.Command, dir string, allowDirty bool) (diff.Checkout, error) {
+	co := diff.ReadCheckout(dir)
+	if err := co.Refusal(dir); err != nil && !allowDirty {
+		return co, err
+	}
+	if co.Err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rwc: cannot read the git state of %s: %v\n", dir, co.Err)
+	}
+	return co, nil
+}
+
 // printCatalogWarnings prints the RW405 warnings only the database can
 // give, for the files of flows (all when nil). Warnings only: the command
 // goes on, also when the look-up fails.
@@ -100,7 +114,9 @@ still refreshed (flows that read a failed flow's target are skipped), and the
 exit status is 1. When every flow succeeded, the deployment is recorded with
 the git HEAD commit. Specs that differ from that commit's (DIR's *.yaml and
 backfills/*.yaml files, added, removed or edited, tracked or not) are refused
-unless --allow-dirty; other files do not matter.
+unless --allow-dirty; other files do not matter. Outside a git repository (or
+before its first commit) there is no commit to deploy: that too needs
+--allow-dirty, and the deployment is recorded without a commit.
 
 Given a plan saved by rwc plan --out, apply runs exactly that plan (resolved at
 the plan's instant) and refuses it, changing nothing, when anything it was
@@ -124,13 +140,11 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 			if err != nil {
 				return err
 			}
-			commit, dirty, err := diff.Head(dir)
+			co, err := checkCheckout(cmd, dir, allowDirty)
 			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: cannot read the git state of %s: %v\n", dir, err)
+				return err
 			}
-			if dirty && !allowDirty {
-				return fmt.Errorf("%s has uncommitted changes to its specs: a deployment should be a commit; commit them, or pass --allow-dirty", dir)
-			}
+			commit, dirty := co.Commit, co.Dirty
 			db, err := g.connect(cmd.Context())
 			if err != nil {
 				return err
@@ -184,7 +198,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 		},
 	}
 	rf.add(cmd)
-	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's")
+	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")
 	return cmd
 }

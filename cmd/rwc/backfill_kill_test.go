@@ -224,7 +224,7 @@ func seedKill(p *proj, slow bool) {
 		INSERT INTO ev VALUES ('2019-12-31', 'out', 1), ('2020-01-11', 'out', 2),
 			((now() AT TIME ZONE 'UTC')::date, 'today', 3), ((now() AT TIME ZONE 'UTC')::date, 'today2', 4)`)
 	p.write("pipelines/p.yaml", daySpec(slow))
-	p.rwc("apply")
+	p.rwc("apply", "--allow-dirty")
 	p.exec(`INSERT INTO daily VALUES ('2020-01-03', 'stale', 999), ('2019-12-31', 'keep', 1)`)
 	p.write("pipelines/backfills/hist.yaml", histBackfill)
 }
@@ -251,7 +251,7 @@ func (h *e2e) reference(t *testing.T) refRun {
 	t.Helper()
 	ref := h.newProj(t, false)
 	seedKill(ref, false)
-	out := ref.rwc("apply")
+	out := ref.rwc("apply", "--allow-dirty")
 	if got := batchesPrinted(out); strings.Join(got, ",") != "1,2,3,4,5" {
 		t.Fatalf("uninterrupted apply printed batches %v, want 1..5:\n%s", got, out)
 	}
@@ -275,7 +275,7 @@ func (h *e2e) killAndResume(t *testing.T, inside bool) {
 	want, wantLedger := ref.target, ref.ledger
 	p := h.newProj(t, false)
 	seedKill(p, true)
-	cmd := p.cmd("apply")
+	cmd := p.cmd("apply", "--allow-dirty")
 	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
@@ -434,7 +434,7 @@ func (h *e2e) killAndResume(t *testing.T, inside bool) {
 	if inside {
 		p.write("pipelines/p.yaml", daySpec(false))
 	}
-	out := p.rwc("apply")
+	out := p.rwc("apply", "--allow-dirty")
 	var wantPrinted []string
 	for b := done + 1; b <= 5; b++ {
 		wantPrinted = append(wantPrinted, fmt.Sprint(b))
@@ -474,7 +474,7 @@ func (h *e2e) concurrentApplies(t *testing.T) {
 	outs := make([]syncBuffer, 2)
 	errs := make(chan error, 2)
 	start := func(i int) {
-		cmd := p.cmd("apply")
+		cmd := p.cmd("apply", "--allow-dirty")
 		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,10 @@ import (
 )
 
 // TestCIRecipe parses docs/ci/github-actions.yml and checks that every rwc
-// invocation in it names a real command with real flags.
+// invocation in it names a real command with real flags, and that each one
+// that needs a database is given one: in CI (CI=true in GitHub Actions) rwc
+// refuses to fall back to the local PostgreSQL or, for plan, to nothing,
+// so a step without RWC_DATABASE_URL must plan with --no-database.
 func TestCIRecipe(t *testing.T) {
 	raw, err := os.ReadFile("../../docs/ci/github-actions.yml")
 	if err != nil {
@@ -18,7 +21,8 @@ func TestCIRecipe(t *testing.T) {
 	var wf struct {
 		Jobs map[string]struct {
 			Steps []struct {
-				Run string `yaml:"run"`
+				Run string            `yaml:"run"`
+				Env map[string]string `yaml:"env"`
 			} `yaml:"steps"`
 		} `yaml:"jobs"`
 	}
@@ -50,6 +54,18 @@ func TestCIRecipe(t *testing.T) {
 					t.Errorf("job %s: %q: %v", job, line, err)
 				}
 				seen[cmd.Name()] = true
+				_, hasDB := s.Env["RWC_DATABASE_URL"]
+				noDB, _ := cmd.Flags().GetBool("no-database")
+				switch cmd.Name() {
+				case "plan":
+					if hasDB == noDB {
+						t.Errorf("job %s: %q: a plan needs RWC_DATABASE_URL in the step's env or --no-database, not both or neither", job, line)
+					}
+				case "apply", "refresh", "status", "events":
+					if !hasDB {
+						t.Errorf("job %s: %q needs RWC_DATABASE_URL in the step's env", job, line)
+					}
+				}
 			}
 		}
 	}

@@ -16,7 +16,9 @@ import (
 
 // connect opens the database rwc works on: --dsn, else $RWC_DATABASE_URL,
 // else the local PostgreSQL under .rwc/, started on first use (and said so
-// on stderr). The state schema is created or upgraded.
+// on stderr) — except in CI or with RWC_DATABASE_URL set but empty, where
+// that fallback is refused (run.ChooseDatabase). The state schema is
+// created or upgraded.
 func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
 	var d *dial
 	if g.early != nil {
@@ -119,9 +121,13 @@ func dsnSource(dsn string) string {
 	return "--dsn"
 }
 
+// resolveDSN is the database to work on (run.ChooseDatabase): the one
+// named, else the local PostgreSQL, started when start (rwc plan passes
+// false: "" when it is not running).
 func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
-	if dsn := g.namedDSN(); dsn != "" {
-		return dsn, nil
+	dsn, err := run.ChooseDatabase(g.dsn, os.LookupEnv, !start)
+	if err != nil || dsn != "" {
+		return dsn, err
 	}
 	if !start && !run.LocalExists(".") {
 		// OpenLocal would initdb a cluster just to find it stopped.

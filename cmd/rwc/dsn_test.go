@@ -77,7 +77,7 @@ var dsnCommands = []dsnCommand{
 	{[]string{"lint"}, false, 0},
 	{[]string{"plan", "--at", "2026-11-29"}, true, 1},
 	{[]string{"apply", "--allow-dirty"}, true, 1},
-	{[]string{"refresh", "page_views"}, true, 1},
+	{[]string{"refresh", "page_views", "--allow-dirty"}, true, 1},
 	{[]string{"refresh", "page_views", "--explain"}, false, 0},
 	{[]string{"backfill", "new", "page_views", "--where", "event_date >= date('2026-01-01')", "--reason", "dsn test"}, false, 0},
 	{[]string{"status"}, true, 1},

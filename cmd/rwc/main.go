@@ -36,7 +36,10 @@ table has a source query and a window predicate; a refresh replaces exactly the
 rows in the window, atomically, and leaves everything else untouched.
 
 The database is --dsn, else $RWC_DATABASE_URL (a URL, postgres://user:pw@host/db,
-or libpq's key=value form), else the local PostgreSQL under .rwc/. A password is
+or libpq's key=value form), else the local PostgreSQL under .rwc/; in CI (CI set
+to anything) or with RWC_DATABASE_URL set but empty there is no such fallback:
+commands that need a database refuse to start, and rwc plan plans without one
+only with --no-database. A password is
 never printed: connection strings are shown redacted, and one that does not
 parse is reported by the part that is malformed (scheme, user info, host, port,
 a parameter, a key=value pair) rather than with the parser's message, which

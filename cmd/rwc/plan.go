@@ -21,7 +21,7 @@ import (
 
 type planFlags struct {
 	format, out, base, at, timezone string
-	detailed                        bool
+	detailed, noDatabase            bool
 }
 
 func newPlanCmd(g *globals) *cobra.Command {
@@ -35,12 +35,22 @@ revision with --base REV — and print, per flow, the action, the reasons, the
 definition changes and the exact SQL. rwc plan uses a database when one is
 named or the local one is running, and never starts one.
 
+In CI (CI set to anything) or with RWC_DATABASE_URL set but empty (a missing
+secret, a fork's pull request), rwc plan refuses to plan without a database,
+which would show every flow as new: name one, or ask for a plan without one
+with --no-database (against --base REV, or from nothing). --base REV alone
+does not count: with a database, the plan still reads its row estimates and
+backfill ledger.
+
 Exit status: 0; with --detailed-exitcode 0 when no definition changed, 2 when
 something did, 1 on errors.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(pf.format, "text", "markdown", "json"); err != nil {
 				return err
+			}
+			if pf.noDatabase && g.dsn != "" {
+				return fmt.Errorf("--no-database and --dsn exclude each other: drop one")
 			}
 			p, err := makePlan(cmd.Context(), g, specDir(args), pf)
 			if err != nil {
@@ -76,6 +86,7 @@ something did, 1 on errors.`,
 	cmd.Flags().StringVar(&pf.base, "base", "", "diff against the specs at git revision `REV` instead of the deployed state")
 	cmd.Flags().StringVar(&pf.at, "at", "", "resolve current_date()/current_timestamp() at `TIME` (2026-12-01 or RFC 3339) instead of now")
 	cmd.Flags().StringVar(&pf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read")
+	cmd.Flags().BoolVar(&pf.noDatabase, "no-database", false, "plan without a database, against --base REV or from nothing, even in CI or with RWC_DATABASE_URL set")
 	cmd.Flags().BoolVar(&pf.detailed, "detailed-exitcode", false, "exit 2 when the plan has definition changes, 0 when it has none")
 	return cmd
 }
@@ -123,9 +134,11 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 	}
 	in := compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree", Commit: commit, Dirty: dirty},
 		BaseRev: compile.Rev{Source: "none"}, At: at, Zone: zone}
-	db, err := g.existingDB(ctx)
-	if err != nil {
-		return nil, err
+	var db *sql.DB
+	if !pf.noDatabase {
+		if db, err = g.existingDB(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var state run.PlanState
 	if db != nil {

@@ -15,7 +15,7 @@ import (
 func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var where, specs string
-	var full, explain bool
+	var full, explain, allowDirty bool
 	var batchSize int
 	cmd := &cobra.Command{
 		Use:   "refresh FLOW...",
@@ -27,7 +27,11 @@ the flow's window (a backfill); the flow's own predicate is unchanged.
 --full truncates the target and recomputes the window: every row outside the
 window is lost. rwc says how many first, and refuses when the table has
 properties: {reset_allowed: false}.
---explain prints the SQL a refresh would run and changes nothing.`,
+--explain prints the SQL a refresh would run and changes nothing.
+
+Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
+with uncommitted changes, or outside a git repository, are refused unless
+--allow-dirty (--explain runs nothing and does not check).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
@@ -70,6 +74,9 @@ properties: {reset_allowed: false}.
 			if explain {
 				return explainRefresh(cmd, reqs, opts)
 			}
+			if _, err := checkCheckout(cmd, specs, allowDirty); err != nil {
+				return err
+			}
 			db, err := g.connect(cmd.Context())
 			if err != nil {
 				return err
@@ -106,6 +113,7 @@ properties: {reset_allowed: false}.
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
 	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
+	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd)
