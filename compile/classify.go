@@ -52,6 +52,27 @@ type FlowState struct {
 	EnvVersion    int
 	Determinism   string
 	LastRefreshed bool
+	// DeployedProtected: the last deployment's definition of the flow has
+	// reset_allowed: false (the spec on disk may say otherwise).
+	DeployedProtected bool
+}
+
+// Protected reports whether f's target is guarded (reset_allowed: false):
+// a guard is read from the spec and from the deployed definition, and the
+// stricter wins, so that an edit not deployed (not even committed) cannot
+// relax it. A guarded target refuses a full refresh, and a refresh whose
+// DELETE removes rows its INSERT cannot give back (Statements.CountLost)
+// unless that loss is allowed explicitly.
+func (f *Flow) Protected(st FlowState) bool {
+	return !f.Table.ResetAllowed || st.DeployedProtected
+}
+
+// GuardSource says where a protected flow's guard comes from, for messages.
+func (f *Flow) GuardSource(st FlowState) string {
+	if f.Table.ResetAllowed && st.DeployedProtected {
+		return fmt.Sprintf("in the deployed definition, though %s now says reset_allowed: true; a guard is relaxed by deploying that change (rwc apply) first", f.Table.Pos)
+	}
+	return f.Table.Pos.String()
 }
 
 // Columns returns the flow's declared columns in the stored form.

@@ -73,6 +73,14 @@ type BackfillPlan struct {
 	// [2026-10-01, 2026-10-31]; "" when that is not a plain range.
 	Range         string `json:"range,omitempty"`
 	EstimatedRows *int64 `json:"estimated_rows,omitempty"`
+	// AllowLoss: the file says allow_loss: true.
+	AllowLoss bool `json:"allow_loss,omitempty"`
+	// RowsLost: for a pending or partial backfill of a protected flow
+	// (reset_allowed: false, in the spec or as deployed), with a database
+	// at hand, the rows it would delete that its recompute cannot give
+	// back, counted now (Statements.CountLost); rwc apply counts again and
+	// refuses the file when there are any, unless it allows the loss.
+	RowsLost *int64 `json:"rows_lost,omitempty"`
 }
 
 // PlanSummary counts what a reader wants first.
@@ -117,6 +125,10 @@ type PlanInput struct {
 	// ledger's name for that one ("" otherwise); nil (no database): files
 	// already in Base count as applied, others pending.
 	BackfillStatus func(b *Backfill) (status, renamedFrom string)
+	// CountLost returns the rows an override of f with the resolved
+	// predicate would delete and not give back (nil: unknown); nil: not
+	// counted. Called for pending backfills of protected flows only.
+	CountLost func(f *Flow, where *predicate.Predicate) *int64
 }
 
 // RenamedBackfillHint says how to resolve RW501 for file, read as the
@@ -373,6 +385,12 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 	if b.Flow.PartitionBy != "" {
 		if r, ok := predicate.Range(b.Predicate, b.Flow.PartitionBy); ok {
 			bp.Range = r
+		}
+	}
+	bp.AllowLoss = b.File.AllowLoss
+	if in.CountLost != nil && (bp.Status == "pending" || bp.Status == "partial") && b.Flow.Protected(in.State[b.Flow.Name()]) {
+		if where, err := b.Predicate.Resolve(rc); err == nil {
+			bp.RowsLost = in.CountLost(b.Flow, where)
 		}
 	}
 	if in.Estimate != nil {

@@ -85,6 +85,9 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		if b.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows now in that range: %d\n", *b.EstimatedRows)
 		}
+		if note := b.lossNote(); note != "" {
+			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
+		}
 		fmt.Fprintf(w, "      reason: %s\n", diag.Visible(b.Reason))
 	}
 	if len(p.Diagnostics) > 0 {
@@ -97,6 +100,19 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
+}
+
+// lossNote says what a backfill of a protected flow would lose ("" when
+// nothing, or not counted).
+func (b BackfillPlan) lossNote() string {
+	if b.RowsLost == nil || *b.RowsLost == 0 {
+		return ""
+	}
+	n := diag.Plural(int(*b.RowsLost), "row")
+	if b.AllowLoss {
+		return "deletes " + n + " its recompute cannot give back, for good (allow_loss: true)"
+	}
+	return "would delete " + n + " its recompute cannot give back: reset_allowed is false, so rwc apply refuses it (allow_loss: true allows it)"
 }
 
 func (p *Plan) summaryLine() string {
@@ -123,7 +139,11 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
 		for _, bf := range p.Backfills {
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, bf.Status, mdCode(bf.Range), mdText(bf.Reason))
+			status := bf.Status
+			if note := bf.lossNote(); note != "" {
+				status += " (" + note + ")"
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, status, mdCode(bf.Range), mdText(bf.Reason))
 		}
 	}
 	if len(p.Diagnostics) > 0 {

@@ -24,6 +24,16 @@ type Statements struct {
 	Insert       string   // INSERT BY NAME, predicate pushed down
 	CountOutside string   // rows a full refresh loses: outside the window
 	PushedTo     []string // sources the predicate was pushed to
+	// CountLost counts the rows the DELETE removes that the INSERT does not
+	// give back ("" for a full refresh): for each value of the partition
+	// column (the whole table when the flow has none), how many more rows
+	// the target holds than the query yields, a multiset difference
+	// (EXCEPT ALL; NULL is a value like any other). A row whose other
+	// columns change is replaced, not lost: a backfill that fills a new
+	// column or takes upstream corrections loses nothing, one that runs
+	// after the sources dropped its days loses those days' rows. Run only
+	// for overrides of protected flows (Flow.Protected).
+	CountLost string
 }
 
 // List returns the statements that change data, in order, for display.
@@ -72,8 +82,24 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 		s.Truncate = "TRUNCATE " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
+		s.CountLost = f.countLost(p, src, where)
 	}
 	return s, nil
+}
+
+// countLost renders Statements.CountLost. Both sides compare the partition
+// value as the target stores it (the query's value cast to the column's
+// type, as the INSERT assigns it), printed as text: a type without an
+// equality operator compares too.
+func (f *Flow) countLost(p *predicate.Predicate, src, where string) string {
+	tkey, skey := "1", "1"
+	if c := f.Table.Column(f.PartitionBy); c != nil {
+		name := pq.QuoteIdentifier(c.Name)
+		tkey = fmt.Sprintf("(%s)::text", name)
+		skey = fmt.Sprintf("(src.%s::%s)::text", name, c.Type.Canonical)
+	}
+	return fmt.Sprintf("SELECT count(*) FROM (\nSELECT %s FROM %s WHERE %s\nEXCEPT ALL\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s\n) AS lost",
+		tkey, f.Target(), where, skey, f.typedSource(p, src), where)
 }
 
 // typedSource makes the outer WHERE see the predicate's columns with the

@@ -31,6 +31,9 @@ type BackfillJob struct {
 	// KeepWindow: do not leave the flow's window out of the batches (a
 	// command-line override runs without the flow's own refresh first).
 	KeepWindow bool
+	// AllowLoss: the file's allow_loss: true (or rwc apply --allow-loss):
+	// on a protected flow, its batches may delete rows they cannot give back.
+	AllowLoss bool
 	// Present: the ledger keys of all the project's backfill files now. A
 	// ledger entry with this file's content under a key not among them is
 	// this file, moved; under a key among them, this file is a copy, which
@@ -237,7 +240,11 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 		return false, nil
 	case BackfillChanged:
 		return false, refuse("backfill %s was changed after it was applied (or started): a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)
-	case BackfillPending:
+	}
+	if err := r.refuseLoss(ctx, job, st); err != nil {
+		return false, err
+	}
+	if st == BackfillPending {
 		if err := r.startBackfill(ctx, job); err != nil {
 			return false, err
 		}
@@ -270,7 +277,7 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 		if job.Path != "" && job.Reason != "" {
 			note = &BackfillNote{File: job.Path, Reason: job.Reason, Batch: n, Of: total}
 		}
-		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p, Backfill: note,
+		res := r.Refresh(ctx, Request{Flow: job.Flow, Mode: Override, Where: p, Backfill: note, AllowLoss: job.AllowLoss,
 			Record: func(ctx context.Context, tx *sql.Tx, res *Result) error {
 				// Under the flow's lock: a batch another rwc apply committed
 				// since pendingBatches read the ledger is not run twice.

@@ -53,11 +53,16 @@ func ReadPlanState(ctx context.Context, db *sql.DB) (PlanState, error) {
 		}
 	}
 	rows.Close()
+	var guards map[string]bool
+	if ps.Specs != nil {
+		guards = guardsOf(ps.Specs)
+	}
 	for _, name := range names {
 		st, err := loadFlowState(ctx, db, name)
 		if err != nil {
 			return ps, err
 		}
+		st.DeployedProtected = guards[name]
 		ps.Flows[name] = st.FlowState
 	}
 	return ps, rows.Err()

@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/run/session"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -63,8 +64,9 @@ type Options struct {
 
 // Runner refreshes flows on one database.
 type Runner struct {
-	db   *sql.DB
-	opts Options
+	db     *sql.DB
+	opts   Options
+	guards deployedGuards
 }
 
 // New returns a Runner; call Migrate once before refreshing.
@@ -94,6 +96,10 @@ type Request struct {
 	// Backfill names the backfill file an override runs for, and why: the
 	// event log keeps both with the refresh.
 	Backfill *BackfillNote
+	// AllowLoss lets an override of a protected flow (reset_allowed: false)
+	// delete rows its recompute cannot give back; without it such an
+	// override is refused, saying how many.
+	AllowLoss bool
 }
 
 // BackfillNote is what the event log keeps of the backfill file a refresh
@@ -115,6 +121,9 @@ type Result struct {
 	RowsDeleted  int64    `json:"rows_deleted"`
 	RowsInserted int64    `json:"rows_inserted"`
 	RowsOutside  int64    `json:"rows_outside_window_lost,omitempty"`
+	// RowsLost: the rows an override of a protected flow deleted and could
+	// not give back (allowed explicitly; counted on protected flows only).
+	RowsLost int64 `json:"rows_lost,omitempty"`
 	// Columns are the target's columns the refresh filled.
 	Columns []string `json:"columns"`
 	// Partitions are the partition values an incremental refresh
@@ -178,14 +187,19 @@ func (r *Refusal) Error() string { return r.msg }
 
 func refuse(format string, args ...any) error { return &Refusal{fmt.Sprintf(format, args...)} }
 
+// fullRefusal refuses a full refresh of a protected flow.
+func fullRefusal(f *compile.Flow, st compile.FlowState) error {
+	return refuse("flow %s has reset_allowed: false (%s): a full refresh would delete every row outside the window, so rwc refuses it and nothing was changed; use rwc refresh %s --where to recompute a range",
+		f.Name(), f.GuardSource(st), f.Name())
+}
+
 func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	f := req.Flow
 	if f.Predicate == nil || f.Query == nil {
 		return refuse("flow %s has lint errors; run rwc lint", f.Name())
 	}
 	if req.Mode == Full && !f.Table.ResetAllowed {
-		return refuse("flow %s has reset_allowed: false (%s): a full refresh would delete every row outside the window, so rwc refuses it; use rwc refresh %s --where to recompute a range",
-			f.Name(), f.Table.Pos, f.Name())
+		return fullRefusal(f, compile.FlowState{})
 	}
 	pred := f.Predicate
 	if req.Mode == Override {
@@ -233,6 +247,19 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	st, err := loadFlowState(ctx, tx, f.Name())
 	if err != nil {
 		return err
+	}
+	// The guard: the spec's, or the deployed definition's (read under the
+	// flow's lock, in the refresh's snapshot).
+	if req.Mode != Window {
+		guards, err := protectedFlows(ctx, tx, &r.guards)
+		if err != nil {
+			return err
+		}
+		st.DeployedProtected = guards[f.Name()]
+	}
+	protected := f.Protected(st.FlowState)
+	if req.Mode == Full && protected {
+		return fullRefusal(f, st.FlowState)
 	}
 	dec := f.Decide(st.FlowState, resolved)
 	// fingerprinted: whether this flow's changes can be read from its
@@ -354,6 +381,25 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
+
+	// An override of a protected flow may not delete what it cannot give
+	// back, unless told to: counted in this snapshot, before the DELETE,
+	// so the count is exactly what the write would lose.
+	if req.Mode == Override && protected && stmts.CountLost != "" {
+		if res.RowsLost, err = countLost(ctx, tx, f, stmts); err != nil {
+			return err
+		}
+		if res.RowsLost > 0 && !req.AllowLoss {
+			allow := allowLossFlag
+			if req.Backfill != nil {
+				allow = allowLossRest
+			}
+			return lossRefusal(f, st.FlowState, res.RowsLost, "this refresh of "+diag.Visible(stmts.PredicateCEL), allow)
+		}
+		if res.RowsLost > 0 {
+			fmt.Fprintf(r.opts.Log, "%s: deletes %d rows it cannot give back, for good (allowed)\n", f.Name(), res.RowsLost)
+		}
+	}
 
 	if req.Mode == Full {
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
@@ -636,6 +682,9 @@ func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
 	m := map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions}
+	if res.RowsLost > 0 {
+		m["rows_lost"] = res.RowsLost
+	}
 	if res.Backfill != nil {
 		m["backfill"] = res.Backfill
 	}

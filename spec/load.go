@@ -302,6 +302,8 @@ func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.Li
 		case "batch":
 			b.BatchDays, _ = strconv.Atoi(strings.TrimSuffix(v.Value, "d"))
 			b.BatchPos = diag.Pos{File: file, Line: v.Line, Column: v.Column}
+		case "allow_loss":
+			b.AllowLoss = v.Value == "true"
 		}
 	}
 	if strings.TrimSpace(b.Reason) == "" {

@@ -56,6 +56,9 @@ type Backfill struct {
 	Reason    string
 	BatchDays int // 0: not batched
 	BatchPos  diag.Pos
+	// AllowLoss lets the backfill delete rows its recompute cannot give
+	// back on a reset_allowed: false flow.
+	AllowLoss bool
 }
 
 // Column returns the named column, or nil.
@@ -77,5 +80,5 @@ var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
 	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query"}
 	PropertyKeys = []string{"reset_allowed"}
-	BackfillKeys = []string{"backfill", "where", "reason", "batch"}
+	BackfillKeys = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )

@@ -103,7 +103,7 @@ func printCatalogWarnings(cmd *cobra.Command, p *compile.Project, db *sql.DB, fl
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
-	var allowDirty, dropRemoved bool
+	var allowDirty, dropRemoved, allowLoss bool
 	cmd := &cobra.Command{
 		Use:   "apply [DIR|PLANFILE]",
 		Short: "Create what is new and refresh every flow, in dependency order; record the deployment",
@@ -120,7 +120,14 @@ before its first commit) there is no commit to deploy: that too needs
 
 Given a plan saved by rwc plan --out, apply runs exactly that plan (resolved at
 the plan's instant) and refuses it, changing nothing, when anything it was
-computed from moved: the deployment, the spec files, a flow's last refresh.`,
+computed from moved: the deployment, the spec files, a flow's last refresh.
+
+A backfill file of a flow with reset_allowed: false (in the spec or as
+deployed) that would delete rows its recompute cannot give back (the query no
+longer yields them: days the sources dropped, DML) is refused, saying how
+many, before it starts, unless the file says allow_loss: true; --allow-loss
+allows it for every backfill file of this apply (for one already started,
+whose file cannot change).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := specDir(args)
@@ -165,7 +172,11 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 			out := cmd.OutOrStdout()
 			rep := newBatchReporter(out)
 			runner := run.New(db, opts)
-			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, dir, commit),
+			jobs := backfillJobs(p, dir, commit)
+			for _, j := range jobs {
+				j.AllowLoss = j.AllowLoss || allowLoss
+			}
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, jobs,
 				func(r run.Result) { printResult(out, r) }, rep.report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
@@ -199,6 +210,7 @@ computed from moved: the deployment, the spec files, a flow's last refresh.`,
 	}
 	rf.add(cmd)
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
+	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")
 	return cmd
 }
@@ -270,7 +282,7 @@ func backfillJobs(p *compile.Project, dir, commit string) []*run.BackfillJob {
 	present := presentKeys(p, dir)
 	for _, b := range p.Backfills {
 		jobs = append(jobs, &run.BackfillJob{Path: ledgerKey(dir, b.File.File), Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
-			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit, Present: present})
+			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit, Present: present, AllowLoss: b.File.AllowLoss})
 	}
 	return jobs
 }

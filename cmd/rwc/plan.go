@@ -17,6 +17,7 @@ import (
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 type planFlags struct {
@@ -159,6 +160,13 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
+		in.CountLost = func(f *compile.Flow, where *predicate.Predicate) *int64 {
+			n, err := run.LostRows(ctx, db, f, []*predicate.Predicate{where})
+			if err != nil {
+				return nil
+			}
+			return &n
+		}
 		jobs := backfillJobs(head, dir, "")
 		files := make([]run.BackfillFile, len(jobs))
 		for i, j := range jobs {

@@ -15,7 +15,7 @@ import (
 func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var where, specs string
-	var full, explain, allowDirty bool
+	var full, explain, allowDirty, allowLoss bool
 	var batchSize int
 	cmd := &cobra.Command{
 		Use:   "refresh FLOW...",
@@ -27,6 +27,12 @@ the flow's window (a backfill); the flow's own predicate is unchanged.
 --full truncates the target and recomputes the window: every row outside the
 window is lost. rwc says how many first, and refuses when the table has
 properties: {reset_allowed: false}.
+On such a table, --where is refused too when its DELETE would remove rows its
+INSERT cannot give back (rows the query no longer yields: days the sources
+dropped, DML, an earlier backfill's), saying how many, and nothing is
+changed; --allow-loss deletes them anyway. A guard counts as the spec has it
+and as it was deployed: the stricter wins, so an edit not yet deployed cannot
+relax it.
 --explain prints the SQL a refresh would run and changes nothing.
 
 Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
@@ -39,6 +45,9 @@ with uncommitted changes, or outside a git repository, are refused unless
 			}
 			if full && where != "" {
 				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
+			}
+			if allowLoss && where == "" {
+				return fmt.Errorf("--allow-loss goes with --where: a refresh of the window keeps what is outside it, and --full is refused on a reset_allowed: false flow whatever the flags")
 			}
 			if !explain {
 				defer g.dialEarly(cmd.Context())()
@@ -57,7 +66,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 				if f == nil {
 					return fmt.Errorf("no flow %q in %s%s", name, specs, didYouMean(name, p))
 				}
-				req := run.Request{Flow: f, Mode: run.Window}
+				req := run.Request{Flow: f, Mode: run.Window, AllowLoss: allowLoss}
 				if full {
 					req.Mode = run.Full
 				}
@@ -114,6 +123,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
+	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "with --where on a reset_allowed: false flow: delete rows the recompute cannot give back")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd)
@@ -194,7 +204,7 @@ func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int
 		if ds.HasErrors() {
 			return fmt.Errorf("batch %d: %s", i+1, ds[0].Message)
 		}
-		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p})
+		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p, AllowLoss: req.AllowLoss})
 		if res.Err != nil {
 			printResult(cmd.OutOrStdout(), res)
 			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))

@@ -1,0 +1,217 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/diff"
+	"github.com/rwc-dev/rwc/run/session"
+	"github.com/rwc-dev/rwc/spec"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// deployedGuards remembers, per deployment, which flows its snapshot
+// guards: a deployment never changes, so it is read once per Runner.
+type deployedGuards struct {
+	mu     sync.Mutex
+	id     int64
+	guards map[string]bool
+}
+
+// protectedFlows returns the flows whose definition in the snapshot of
+// the last deployment has reset_allowed: false. The snapshot is what
+// `rwc apply` deployed, so an edit to the spec that was not deployed (not
+// even committed: --allow-dirty) cannot relax a guard (compile.Flow.Protected).
+func protectedFlows(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, cache *deployedGuards) (map[string]bool, error) {
+	var id int64
+	switch err := q.QueryRowContext(ctx, `SELECT id FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&id); {
+	case err == sql.ErrNoRows:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if cache != nil {
+		cache.mu.Lock()
+		defer cache.mu.Unlock()
+		if cache.guards != nil && cache.id == id {
+			return cache.guards, nil
+		}
+	}
+	var raw []byte
+	if err := q.QueryRowContext(ctx, `SELECT specs FROM rwc.deployments WHERE id = $1`, id).Scan(&raw); err != nil {
+		return nil, err
+	}
+	var specs map[string]string
+	if err := json.Unmarshal(raw, &specs); err != nil {
+		return nil, fmt.Errorf("the specs of deployment #%d: %w", id, err)
+	}
+	guards := guardsOf(specs)
+	if cache != nil {
+		cache.id, cache.guards = id, guards
+	}
+	return guards, nil
+}
+
+// guardsOf reads a deployment's snapshot: the flows it defines with
+// reset_allowed: false.
+func guardsOf(specs map[string]string) map[string]bool {
+	guards := map[string]bool{}
+	p, _ := spec.Load(diff.Snapshot(specs), "")
+	for _, pl := range p.Pipelines {
+		for _, t := range pl.Tables {
+			if !t.ResetAllowed {
+				guards[t.Name] = true
+			}
+		}
+	}
+	return guards
+}
+
+// lossRefusal is the refusal of a refresh of a protected flow whose DELETE
+// would remove rows its INSERT cannot give back.
+// allow says how to allow it.
+func lossRefusal(f *compile.Flow, st compile.FlowState, lost int64, what, allow string) error {
+	return refuse("flow %s has reset_allowed: false (%s): %s would delete %s that its recompute cannot give back (the query no longer yields them: days the sources dropped, rows written by DML or by an earlier backfill), so rwc refuses it and nothing was changed; narrow the range to what the sources still hold, or, to delete them for good on purpose, %s",
+		f.Name(), f.GuardSource(st), what, diag.Plural(int(lost), "row"), allow)
+}
+
+// Ways to allow a loss, for lossRefusal.
+const (
+	allowLossFlag = "pass --allow-loss"
+	allowLossFile = "add allow_loss: true to the backfill file (before it starts; or pass rwc apply --allow-loss)"
+	allowLossRest = "pass rwc apply --allow-loss (the file itself cannot change once started)"
+)
+
+// refuseLoss refuses a backfill file of a protected flow, before it starts
+// or resumes, whose batches would delete rows they cannot give back: the
+// ledger is not touched, so adding allow_loss: true to a file that has not
+// started makes no "changed" file of it. Each batch counts again in its
+// own transaction, which is what decides.
+func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillStatus) error {
+	if job.AllowLoss {
+		return nil
+	}
+	fs, err := r.flowGuard(ctx, job.Flow)
+	if err != nil || !job.Flow.Protected(fs) {
+		return err
+	}
+	var cels []string
+	allow := allowLossFile
+	if st == BackfillPending {
+		if cels, err = r.PlanBatches(job); err != nil {
+			return err
+		}
+	} else {
+		batches, err := r.pendingBatches(ctx, job)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			cels = append(cels, b.cel)
+		}
+		allow = allowLossRest
+	}
+	preds, err := r.resolveAll(job.Flow, cels)
+	if err != nil {
+		return fmt.Errorf("backfill %s: %w", job.Path, err)
+	}
+	lost, err := LostRows(ctx, r.db, job.Flow, preds)
+	if err != nil || lost == 0 {
+		return err
+	}
+	return lossRefusal(job.Flow, fs, lost, "backfill "+job.Path, allow)
+}
+
+// resolveAll compiles and resolves batch predicates (CEL) of f.
+func (r *Runner) resolveAll(f *compile.Flow, cels []string) ([]*predicate.Predicate, error) {
+	cols := make([]predicate.Column, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
+	}
+	var out []*predicate.Predicate
+	for _, cel := range cels {
+		p, issues := predicate.Compile(cel, cols)
+		if len(issues) > 0 {
+			return nil, fmt.Errorf("%s: %s", cel, issues[0].Message)
+		}
+		resolved, err := p.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resolved)
+	}
+	return out, nil
+}
+
+// countLost runs a refresh's CountLost in tx.
+func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements) (int64, error) {
+	rows, done, err := userRows(ctx, tx, s.CountLost)
+	if err != nil {
+		return 0, queryError(f, err)
+	}
+	defer done()
+	var n int64
+	for rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, queryError(f, err)
+	}
+	return n, nil
+}
+
+// flowGuard reads what decides whether f is protected: its state, with
+// the deployed definition's guard.
+func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowState, error) {
+	st, err := loadFlowState(ctx, r.db, f.Name())
+	if err != nil {
+		return compile.FlowState{}, err
+	}
+	guards, err := protectedFlows(ctx, r.db, &r.guards)
+	if err != nil {
+		return compile.FlowState{}, err
+	}
+	st.DeployedProtected = guards[f.Name()]
+	return st.FlowState, nil
+}
+
+// LostRows counts, in one read-only snapshot, the rows that overrides of f
+// with the resolved predicates would delete and not give back. A refresh
+// counts again in its own transaction, which is what decides; this is for
+// refusing a backfill before it starts, and for plans.
+func LostRows(ctx context.Context, db *sql.DB, f *compile.Flow, preds []*predicate.Predicate) (int64, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL DateStyle = ISO; "+session.Reassert); err != nil {
+		return 0, err
+	}
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, f.Target()).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var total int64
+	for _, p := range preds {
+		s, err := f.Statements(p, false)
+		if err != nil {
+			return 0, err
+		}
+		n, err := countLost(ctx, tx, f, s)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
