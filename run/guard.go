@@ -98,13 +98,10 @@ func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillSt
 	if job.AllowLoss {
 		return nil
 	}
-	fs, err := r.flowGuard(ctx, job.Flow)
-	if err != nil || !job.Flow.Protected(fs) {
-		return err
-	}
 	var cels []string
 	allow := allowLossFile
 	if st == BackfillPending {
+		var err error
 		if cels, err = r.PlanBatches(job); err != nil {
 			return err
 		}
@@ -118,15 +115,36 @@ func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillSt
 		}
 		allow = allowLossRest
 	}
-	preds, err := r.resolveAll(job.Flow, cels)
-	if err != nil {
-		return fmt.Errorf("backfill %s: %w", job.Path, err)
+	return r.checkLoss(ctx, job.Flow, cels, "backfill "+job.Path, allow)
+}
+
+// CheckLoss refuses, before the first of them runs, overrides of f (the
+// batches of rwc refresh --where, as CEL) that would delete rows they cannot
+// give back when f is protected; nil when f is not, or nothing would be
+// lost. Each batch counts again in its own transaction, which is what
+// decides.
+func (r *Runner) CheckLoss(ctx context.Context, f *compile.Flow, cels []string) error {
+	what := "this refresh"
+	if len(cels) == 1 {
+		what += " of " + diag.Visible(cels[0])
 	}
-	lost, err := LostRows(ctx, r.db, job.Flow, preds)
+	return r.checkLoss(ctx, f, cels, what, allowLossFlag)
+}
+
+func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, what, allow string) error {
+	fs, err := r.flowGuard(ctx, f)
+	if err != nil || !f.Protected(fs) {
+		return err
+	}
+	preds, err := r.resolveAll(f, cels)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	lost, err := LostRows(ctx, r.db, f, preds)
 	if err != nil || lost == 0 {
 		return err
 	}
-	return lossRefusal(job.Flow, fs, lost, "backfill "+job.Path, allow)
+	return lossRefusal(f, fs, lost, what, allow)
 }
 
 // resolveAll compiles and resolves batch predicates (CEL) of f.

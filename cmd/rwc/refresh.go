@@ -199,6 +199,11 @@ func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int
 	if err != nil {
 		return err
 	}
+	if !req.AllowLoss {
+		if err := r.CheckLoss(cmd.Context(), req.Flow, batches); err != nil {
+			return err
+		}
+	}
 	for i, b := range batches {
 		p, ds := compileWhere(b, req.Flow)
 		if ds.HasErrors() {
