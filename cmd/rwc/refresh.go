@@ -116,7 +116,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
-	rf.add(cmd)
+	rf.add(cmd, g)
 	return cmd
 }
 
