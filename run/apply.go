@@ -30,10 +30,10 @@ func (r *Runner) Apply(ctx context.Context, p *compile.Project, dep Deployment, 
 // its flow's own refresh, in file order.
 func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deployment, jobs []*BackfillJob, each func(Result), progress func(BatchProgress)) ([]Result, error) {
 	if err := r.preflight(ctx, p); err != nil {
-		return nil, err
+		return nil, r.stateLocked(ctx, "", "nothing was changed", err)
 	}
 	if err := r.refuseChangedBackfills(ctx, jobs); err != nil {
-		return nil, err
+		return nil, r.stateLocked(ctx, "", "nothing was changed", err)
 	}
 	var results []Result
 	failed := map[string]bool{}
@@ -90,7 +90,13 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		}
 		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
 	}
-	return results, r.recordDeployment(ctx, dep)
+	err := r.recordDeployment(ctx, dep)
+	return results, r.stateLocked(ctx, "recording the deployment", "every flow was refreshed, but the deployment was not recorded: run rwc apply again to record it", err)
+}
+
+// stateLocked is lockTimeout for a statement on rwc's state tables alone.
+func (r *Runner) stateLocked(ctx context.Context, subject, after string, err error) error {
+	return lockTimeout(ctx, r.db, subject, stateRels, r.opts.LockTimeout, after, err)
 }
 
 // refuseChangedBackfills refuses the whole apply, before anything is
@@ -166,7 +172,7 @@ type Removed struct {
 func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Removed, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT flow, quote_ident(target_schema) || '.' || quote_ident(target_table) FROM rwc.flows ORDER BY flow`)
 	if err != nil {
-		return nil, err
+		return nil, r.stateLocked(ctx, "listing removed flows", "nothing was dropped", err)
 	}
 	defer rows.Close()
 	var out []Removed
@@ -184,13 +190,23 @@ func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Remove
 
 // DropRemoved drops a removed flow's target and forgets the flow: the
 // explicit opt-in (--allow-destructive) for what a removed flow leaves.
-func (r *Runner) DropRemoved(ctx context.Context, rm Removed) error {
+func (r *Runner) DropRemoved(ctx context.Context, rm Removed) (err error) {
+	defer func() {
+		rels := append([]lockedRel{{role: "target", name: rm.Target, sql: rm.Target}}, stateRels...)
+		err = lockTimeout(ctx, r.db, "", rels, r.opts.LockTimeout, "nothing was dropped", err)
+	}()
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+rm.Flow); err != nil {
+		if isLockTimeout(err) {
+			return fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s (--lock-timeout); nothing was dropped", rm.Flow, r.opts.LockTimeout)
+		}
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+rm.Target); err != nil {

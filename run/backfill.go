@@ -108,7 +108,8 @@ type BackfillIdentity struct {
 // content of a file is all there is to know it by after both a rename and
 // an edit, so the pairing is by flow; a backfill file whose deletion was
 // deployed is history, and one added after it is new.
-func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) ([]BackfillIdentity, error) {
+func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) (_ []BackfillIdentity, err error) {
+	defer func() { err = lockTimeout(ctx, db, "the backfill ledger", stateRels, 0, "nothing was changed", err) }()
 	present := make([]string, len(files))
 	for i, f := range files {
 		present[i] = f.Key
@@ -225,6 +226,11 @@ func ledgerEntry(ctx context.Context, q queryer, path, hash string, present []st
 // skipping nothing. The flow's window is left out of the batches: the flow's
 // own refresh, which runs first, recomputes it.
 func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(BatchProgress)) (done bool, err error) {
+	defer func() {
+		// A refresh's lock timeout says what it waited for already; this
+		// is the ledger's.
+		err = r.stateLocked(ctx, "backfill "+job.Path, "the batches committed before are kept; the next rwc apply resumes after them", err)
+	}()
 	st, key, err := ledgerEntry(ctx, r.db, job.Path, job.Hash(), job.Present)
 	if err != nil {
 		return false, err

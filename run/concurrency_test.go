@@ -208,7 +208,8 @@ func TestLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	if _, err := holder.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('rwc.flow:' || 't', 0))`); err != nil {
+	var pid int
+	if err := holder.QueryRowContext(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock(hashtextextended('rwc.flow:' || 't', 0))) l`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
 
@@ -218,6 +219,10 @@ func TestLockTimeout(t *testing.T) {
 	took := time.Since(started)
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "lock") || !strings.Contains(res.Err.Error(), "200ms") {
 		t.Fatalf("refresh with the lock held elsewhere: err = %v, want a lock timeout", res.Err)
+	}
+	// The session holding it is named, with how to end it.
+	if want := fmt.Sprintf("pg_terminate_backend(%d)", pid); !strings.Contains(res.Err.Error(), fmt.Sprintf("pid %d", pid)) || !strings.Contains(res.Err.Error(), want) {
+		t.Errorf("refresh with the lock held elsewhere: err = %v, want the holder's pid %d and %s", res.Err, pid, want)
 	}
 	if took > 5*time.Second {
 		t.Errorf("the refresh gave up after %s, want about 200ms", took)

@@ -50,6 +50,10 @@ func StateProblem(err error) string {
 }
 
 func serverProblem(what string, err error, hints map[string]string) string {
+	var lte *LockTimeoutError
+	if errors.As(err, &lte) {
+		return lte.Error() // names the table and the session holding it
+	}
 	var pe *pq.Error
 	if !errors.As(err, &pe) {
 		return err.Error()

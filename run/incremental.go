@@ -41,7 +41,14 @@ func (r *Runner) lockFlow(ctx context.Context, f *compile.Flow) (*sql.Conn, func
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, advisoryNamespace+f.Name()); err != nil {
 		release()
 		if isLockTimeout(err) {
-			return nil, nil, fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s; nothing was changed", f.Name(), r.opts.LockTimeout)
+			by := "another rwc"
+			end := ""
+			if h, ok := advisoryHolder(ctx, r.db, advisoryNamespace+f.Name()); ok {
+				by += " (" + h.String() + ")"
+				end = fmt.Sprintf(": wait for it, or end it with SELECT pg_terminate_backend(%d)", h.pid)
+			}
+			return nil, nil, fmt.Errorf("flow %s is being refreshed by %s and its lock was not free within %s (--lock-timeout); nothing was changed%s",
+				f.Name(), by, r.opts.LockTimeout, end)
 		}
 		return nil, nil, err
 	}

@@ -20,11 +20,12 @@ type PlanState struct {
 }
 
 // ReadPlanState reads the state without locking anything.
-func ReadPlanState(ctx context.Context, db *sql.DB) (PlanState, error) {
+func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
+	defer func() { err = lockTimeout(ctx, db, "rwc's state", stateRels, 0, "nothing was changed", err) }()
 	ps := PlanState{Flows: map[string]compile.FlowState{}, LastRefresh: map[string]string{}}
 	var commit sql.NullString
 	var specs string
-	err := db.QueryRowContext(ctx, `SELECT id, commit, specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&ps.DeploymentID, &commit, &specs)
+	err = db.QueryRowContext(ctx, `SELECT id, commit, specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&ps.DeploymentID, &commit, &specs)
 	switch {
 	case err == sql.ErrNoRows:
 	case err != nil:

@@ -32,11 +32,14 @@ const (
 	ActionFullRefresh     = compile.ActionFullRefresh
 	ActionBackfill        = compile.ActionBackfill
 
-	defaultLockTimeout           = 30 * time.Second
 	eventKindPlanningInformation = "planning_information"
 	eventKindRefreshFailed       = "refresh_failed"
 	advisoryNamespace            = "rwc.flow:"
 )
+
+// DefaultLockTimeout bounds every lock wait when no other bound is given
+// (Options.LockTimeout, rwc's --lock-timeout).
+const DefaultLockTimeout = 30 * time.Second
 
 // Mode is what a refresh recomputes.
 type Mode int
@@ -75,7 +78,7 @@ func New(db *sql.DB, opts Options) *Runner {
 		opts.Now = time.Now
 	}
 	if opts.LockTimeout == 0 {
-		opts.LockTimeout = defaultLockTimeout
+		opts.LockTimeout = DefaultLockTimeout
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -170,6 +173,7 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 			f.Name(), f.Target(), err, attempt+1, maxAttempts)
 	}
 	if err != nil {
+		err = lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "the refresh was rolled back and the target is unchanged", err)
 		res.Err = err
 		var refused *Refusal
 		if !errors.As(err, &refused) {

@@ -112,7 +112,8 @@ const migrateLock = 0x7277630001 // "rwc" 0001
 
 // Migrate creates or upgrades the state schema. It is idempotent and safe to
 // run concurrently.
-func Migrate(ctx context.Context, db *sql.DB) error {
+func Migrate(ctx context.Context, db *sql.DB) (err error) {
+	defer func() { err = lockTimeout(ctx, db, "rwc's state schema", stateRels, 0, "nothing was changed", err) }()
 	var version int
 	if err := db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
 		return err

@@ -71,7 +71,8 @@ func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, re
 		stmt = "VACUUM (ANALYZE, TRUNCATE false) "
 	}
 	if _, err := conn.ExecContext(ctx, stmt+f.Target()); err != nil {
-		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s: %v\n", f.Name(), f.Target(), err)
+		err = lockTimeout(ctx, r.db, "", flowRels(f)[:1], r.opts.LockTimeout, "it is vacuumed after a later refresh", err)
+		fmt.Fprintf(r.opts.Log, "%s: VACUUM %s skipped: %v\n", f.Name(), f.Target(), err)
 		return
 	}
 	// Start counting again, whether or not the server counts vacuums

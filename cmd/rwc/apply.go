@@ -25,13 +25,14 @@ import (
 type runFlags struct {
 	allowDestructive bool
 	timezone         string
-	lockTimeout      time.Duration
+	lockTimeout      *time.Duration // globals.lockTimeout: every session's
 	statementTimeout time.Duration
 }
 
-func (rf *runFlags) add(cmd *cobra.Command) {
+func (rf *runFlags) add(cmd *cobra.Command, g *globals) {
+	rf.lockTimeout = &g.lockTimeout
 	cmd.Flags().StringVar(&rf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read (IANA name; env RWC_TIMEZONE)")
-	cmd.Flags().DurationVar(&rf.lockTimeout, "lock-timeout", 30*time.Second, "how long a refresh waits for its flow's lock and for table locks")
+	cmd.Flags().DurationVar(rf.lockTimeout, "lock-timeout", run.DefaultLockTimeout, "how long any statement waits for a lock (a flow's, a table's) before rwc gives up, naming the table and the session holding it")
 	cmd.Flags().DurationVar(&rf.statementTimeout, "statement-timeout", 0, "abort any statement that runs longer (0: no limit)")
 	cmd.Flags().BoolVar(&rf.allowDestructive, "allow-destructive", false, "allow dropping and retyping target columns")
 }
@@ -41,7 +42,10 @@ func (rf *runFlags) options(log io.Writer) (run.Options, error) {
 	if err != nil {
 		return run.Options{}, fmt.Errorf("--timezone %q: %v", rf.timezone, err)
 	}
-	return run.Options{Zone: zone, LockTimeout: rf.lockTimeout, StatementTimeout: rf.statementTimeout, Log: log,
+	if *rf.lockTimeout <= 0 {
+		return run.Options{}, fmt.Errorf("--lock-timeout %s: give a positive duration, e.g. 30s", *rf.lockTimeout)
+	}
+	return run.Options{Zone: zone, LockTimeout: *rf.lockTimeout, StatementTimeout: rf.statementTimeout, Log: log,
 		AllowDestructive: rf.allowDestructive}, nil
 }
 
@@ -208,7 +212,7 @@ whose file cannot change).`,
 			return nil
 		},
 	}
-	rf.add(cmd)
+	rf.add(cmd, g)
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")

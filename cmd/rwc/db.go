@@ -28,7 +28,7 @@ func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		d = startDial(ctx, dsn)
+		d = startDial(ctx, dsn, g.lockTimeout)
 	}
 	<-d.done
 	if d.err != nil {
@@ -52,21 +52,29 @@ type dial struct {
 	err  error
 }
 
-func startDial(ctx context.Context, dsn string) *dial {
+func startDial(ctx context.Context, dsn string, lockTimeout time.Duration) *dial {
 	d := &dial{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		d.db, d.err = open(ctx, dsn)
+		d.db, d.err = open(ctx, dsn, lockTimeout)
 	}()
 	return d
 }
 
-// open connects to dsn and checks that the server answers.
-func open(ctx context.Context, dsn string) (*sql.DB, error) {
+// open connects to dsn and checks that the server answers. Every session
+// starts with lock_timeout = lockTimeout (0: run.DefaultLockTimeout), so
+// that no statement rwc sends waits for a lock longer, whatever it is and
+// whichever session it runs in: the state's migration, a flow's advisory
+// lock, the type check, probes, VACUUM, the deployment's record, plan's
+// EXPLAIN.
+func open(ctx context.Context, dsn string, lockTimeout time.Duration) (*sql.DB, error) {
 	if err := run.CheckDSN(dsnSource(dsn), dsn); err != nil {
 		return nil, err
 	}
-	db, err := session.Open(dsn)
+	if lockTimeout <= 0 {
+		lockTimeout = run.DefaultLockTimeout
+	}
+	db, err := session.Open(dsn, session.LockTimeout(lockTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}
@@ -90,7 +98,7 @@ func (g *globals) dialEarly(ctx context.Context) func() {
 	if dsn == "" {
 		return func() {}
 	}
-	g.early = startDial(ctx, dsn)
+	g.early = startDial(ctx, dsn, g.lockTimeout)
 	return func() {
 		if d := g.early; d != nil {
 			g.early = nil

@@ -24,6 +24,9 @@ type globals struct {
 	dsn   string
 	dir   string
 	early *dial // a connection opened while the specs load (dialEarly)
+	// lockTimeout is every session's lock_timeout: --lock-timeout where a
+	// command has it (0: run.DefaultLockTimeout).
+	lockTimeout time.Duration
 }
 
 func newRoot() *cobra.Command {
@@ -46,7 +49,10 @@ a parameter, a key=value pair) rather than with the parser's message, which
 quotes it. Every session starts with standard_conforming_strings = on,
 backslash_quote = safe_encoding and client_encoding UTF8, the settings under
 which rwc lint reads SQL, and application_name rwc (unless the connection string
-names one); a session that cannot have them is refused (see docs/security.md).`,
+names one); a session that cannot have them is refused (see docs/security.md).
+Every session also starts with lock_timeout set to --lock-timeout (30s where a
+command has no such flag): no statement rwc sends waits longer for a lock, and
+one that gives up names the table that was locked and the session holding it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -126,7 +126,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "with --where on a reset_allowed: false flow: delete rows the recompute cannot give back")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
-	rf.add(cmd)
+	rf.add(cmd, g)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -27,6 +28,12 @@ var ParserSettings = []Setting{
 
 // Setting is one run-time parameter and the value rwc needs.
 type Setting struct{ Name, Value string }
+
+// LockTimeout is the setting that bounds every lock wait of a session at d
+// (at least a millisecond: lock_timeout = 0 would wait for ever).
+func LockTimeout(d time.Duration) Setting {
+	return Setting{"lock_timeout", fmt.Sprintf("%dms", max(d.Milliseconds(), 1))}
+}
 
 // ApplicationName names rwc's sessions in pg_stat_activity and the server
 // log, unless the connection string names them itself.
@@ -44,9 +51,11 @@ var Reassert = func() string {
 }()
 
 // Open returns a pool of sessions to the database dsn names, each started
-// with ParserSettings and checked to have them. It does not connect yet.
-func Open(dsn string) (*sql.DB, error) {
-	c, err := NewConnector(dsn)
+// with ParserSettings and checked to have them, and with extra (sent at
+// startup, as ParserSettings are, and so what RESET and DISCARD ALL return
+// to; not checked). It does not connect yet.
+func Open(dsn string, extra ...Setting) (*sql.DB, error) {
+	c, err := NewConnector(dsn, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +63,7 @@ func Open(dsn string) (*sql.DB, error) {
 }
 
 // NewConnector is Open's connector, for callers that build their own pool.
-func NewConnector(dsn string) (driver.Connector, error) {
+func NewConnector(dsn string, extra ...Setting) (driver.Connector, error) {
 	cfg, err := pq.NewConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -66,6 +75,9 @@ func NewConnector(dsn string) (driver.Connector, error) {
 		if s.Name != "client_encoding" { // lib/pq sends it and refuses any other
 			cfg.Runtime[s.Name] = s.Value
 		}
+	}
+	for _, s := range extra {
+		cfg.Runtime[s.Name] = s.Value
 	}
 	if cfg.ApplicationName == "" {
 		cfg.ApplicationName = ApplicationName

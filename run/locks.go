@@ -1,0 +1,269 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile"
+)
+
+// LockTimeoutError is a lock wait rwc gave up on (SQLSTATE 55P03): what was
+// locked, by whom, and what to do, in place of the server's "canceling
+// statement due to lock timeout", which names neither.
+type LockTimeoutError struct {
+	msg string
+	PG  *pq.Error
+}
+
+func (e *LockTimeoutError) Error() string { return e.msg }
+func (e *LockTimeoutError) Unwrap() error { return e.PG }
+
+// lockedRel is a relation a statement may have waited for, as rwc names it
+// to the user (role "target", "source" or "state table", and the name).
+type lockedRel struct {
+	role, name string
+	sql        string // the name to look up, as SQL (quoted)
+	// weak: rwc's weakest lock on it is ACCESS SHARE (a source, read), not
+	// ROW EXCLUSIVE (a table it writes).
+	weak bool
+}
+
+// lockHolder is another session holding a lock on a relation rwc needed.
+type lockHolder struct {
+	rel     int // index into the relations asked about
+	mode    string
+	pid     int
+	app     string
+	state   string
+	dur     time.Duration
+	backend string
+	query   string
+}
+
+func (h lockHolder) String() string {
+	var parts []string
+	parts = append(parts, fmt.Sprintf("pid %d", h.pid))
+	if h.backend != "" && h.backend != "client backend" {
+		parts = append(parts, h.backend)
+	}
+	if h.app != "" {
+		parts = append(parts, "application_name "+h.app)
+	}
+	if h.state != "" {
+		d := h.dur.Round(time.Second)
+		if d < time.Minute {
+			d = h.dur.Round(100 * time.Millisecond)
+		}
+		parts = append(parts, fmt.Sprintf("%s for %s", h.state, d))
+	}
+	parts = append(parts, "holding "+lockMode(h.mode))
+	if q := strings.Join(strings.Fields(h.query), " "); q != "" {
+		if len(q) > 120 {
+			q = q[:117] + "..."
+		}
+		parts = append(parts, "query: "+q)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// conflictsWithWeak: the lock modes that conflict with ACCESS SHARE, and
+// with ROW EXCLUSIVE, the least rwc takes on a table it reads or writes.
+var (
+	conflictsWithAccessShare  = map[string]bool{"AccessExclusiveLock": true}
+	conflictsWithRowExclusive = map[string]bool{"ShareLock": true, "ShareRowExclusiveLock": true, "ExclusiveLock": true, "AccessExclusiveLock": true}
+)
+
+// lockHolders asks, on a session of its own, which other sessions hold
+// locks on rels now. Those whose locks conflict with rwc's least lock on
+// the relation come first; when there are none, every holder is returned
+// (rwc may have wanted a stronger lock: TRUNCATE, ALTER TABLE). The look-up
+// itself takes no lock on rels (to_regclass does not lock).
+func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolder, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	names := make([]string, len(rels))
+	for i, r := range rels {
+		names[i] = r.sql
+	}
+	rows, err := db.QueryContext(ctx, `SELECT w.i - 1, l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
+			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')
+		FROM unnest($1::text[]) WITH ORDINALITY AS w(name, i)
+		JOIN pg_locks l ON l.locktype = 'relation' AND l.granted AND l.relation = to_regclass(w.name)
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.pid <> pg_backend_pid()
+		ORDER BY w.i, a.pid`, pq.Array(names))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var all, conflicting []lockHolder
+	for rows.Next() {
+		var h lockHolder
+		var secs float64
+		if err := rows.Scan(&h.rel, &h.mode, &h.pid, &h.app, &h.state, &secs, &h.backend, &h.query); err != nil {
+			return nil, err
+		}
+		h.dur = time.Duration(secs * float64(time.Second))
+		all = append(all, h)
+		conflicts := conflictsWithRowExclusive
+		if rels[h.rel].weak {
+			conflicts = conflictsWithAccessShare
+		}
+		if conflicts[h.mode] {
+			conflicting = append(conflicting, h)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(conflicting) > 0 {
+		return conflicting, nil
+	}
+	return all, nil
+}
+
+// lockTimeout turns a lock timeout (any other error is returned as it is)
+// into a LockTimeoutError that names what subject (e.g. "flow x") waited
+// for among rels, and the sessions holding it, and says what to do. after
+// is what became of the work ("the refresh was rolled back").
+func lockTimeout(ctx context.Context, db *sql.DB, subject string, rels []lockedRel, timeout time.Duration, after string, err error) error {
+	var pe *pq.Error
+	if !isLockTimeout(err) || !errors.As(err, &pe) {
+		return err
+	}
+	var lte *LockTimeoutError
+	if errors.As(err, &lte) {
+		return err
+	}
+	prefix := ""
+	if subject != "" {
+		prefix = subject + ": "
+	}
+	waited := "the lock timeout (--lock-timeout)"
+	if timeout > 0 {
+		waited = fmt.Sprintf("the lock timeout (%s, --lock-timeout)", timeout)
+	} else if setting := sessionLockTimeout(ctx, db); setting != "" {
+		waited = fmt.Sprintf("the lock timeout (%s, --lock-timeout)", setting)
+	}
+	holders, lerr := lockHolders(ctx, db, rels)
+	if lerr != nil || len(holders) == 0 {
+		var names []string
+		for _, r := range rels {
+			names = append(names, r.role+" "+r.name)
+		}
+		what := "a table"
+		if len(names) > 0 {
+			what = "a table (" + strings.Join(names, ", ") + ", or a table one of them reads)"
+		}
+		return &LockTimeoutError{PG: pe, msg: fmt.Sprintf("%s%s stayed locked by another session: rwc gave up after %s; %s: "+
+			"see pg_locks and pg_stat_activity for the session, then try again once it ends, or raise --lock-timeout", prefix, what, waited, after)}
+	}
+	var locked []string
+	var pids []string
+	seen := map[int]bool{}
+	for i := 0; i < len(holders); {
+		j := i
+		var hs []string
+		for ; j < len(holders) && holders[j].rel == holders[i].rel; j++ {
+			hs = append(hs, holders[j].String())
+			if !seen[holders[j].pid] {
+				seen[holders[j].pid] = true
+				pids = append(pids, fmt.Sprint(holders[j].pid))
+			}
+		}
+		r := rels[holders[i].rel]
+		by := "another session"
+		if len(hs) > 1 {
+			by = "other sessions"
+		}
+		locked = append(locked, fmt.Sprintf("the %s %s is locked by %s (%s)", r.role, r.name, by, strings.Join(hs, "; ")))
+		i = j
+	}
+	end := "it with SELECT pg_terminate_backend(" + pids[0] + ")"
+	if len(pids) > 1 {
+		end = "them with SELECT pg_terminate_backend(pid) FROM unnest(ARRAY[" + strings.Join(pids, ", ") + "]) pid"
+	}
+	return &LockTimeoutError{PG: pe, msg: fmt.Sprintf("%s%s: rwc gave up after %s; %s: wait for that session to end, or end %s",
+		prefix, strings.Join(locked, "; "), waited, after, end)}
+}
+
+// sessionLockTimeout is db's sessions' lock_timeout ("" when none or
+// unknown): the bound a caller that was not told it waited under.
+func sessionLockTimeout(ctx context.Context, db *sql.DB) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var v string
+	if db.QueryRowContext(ctx, `SELECT current_setting('lock_timeout')`).Scan(&v) != nil || v == "0" {
+		return ""
+	}
+	return v
+}
+
+// flowRels are the relations a flow's refresh locks: its target, its
+// sources as the query names them, and rwc's state tables.
+func flowRels(f *compile.Flow) []lockedRel {
+	rels := []lockedRel{{role: "target", name: f.Table.Pipeline.Schema + "." + f.Table.Name, sql: f.Target()}}
+	seen := map[string]bool{f.Target(): true}
+	if f.Query != nil {
+		for _, t := range f.Query.Tables {
+			name, q := t.Name, pq.QuoteIdentifier(t.Name)
+			if t.Schema != "" {
+				name, q = t.Schema+"."+t.Name, pq.QuoteIdentifier(t.Schema)+"."+q
+			}
+			if !seen[q] {
+				seen[q] = true
+				rels = append(rels, lockedRel{role: "source", name: name, sql: q, weak: true})
+			}
+		}
+	}
+	return append(rels, stateRels...)
+}
+
+// stateRels are rwc's state tables.
+var stateRels = func() []lockedRel {
+	var rels []lockedRel
+	for _, t := range []string{"schema_version", "flows", "fingerprints", "events", "deployments", "backfills", "backfill_batches"} {
+		rels = append(rels, lockedRel{role: "state table", name: "rwc." + t, sql: "rwc." + t})
+	}
+	return rels
+}()
+
+// advisoryHolder is the session holding advisory lock key (as
+// hashtextextended(key, 0)), if any.
+func advisoryHolder(ctx context.Context, db *sql.DB, key string) (lockHolder, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var h lockHolder
+	var secs float64
+	err := db.QueryRowContext(ctx, `SELECT l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
+			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')
+		FROM (SELECT hashtextextended($1, 0) AS k) k
+		JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+			AND l.classid = ((k.k >> 32) & 4294967295)::oid AND l.objid = (k.k & 4294967295)::oid
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.pid <> pg_backend_pid()
+		LIMIT 1`, key).Scan(&h.mode, &h.pid, &h.app, &h.state, &secs, &h.backend, &h.query)
+	h.dur = time.Duration(secs * float64(time.Second))
+	return h, err == nil
+}
+
+// lockMode is a pg_locks mode as LOCK TABLE spells it: AccessExclusiveLock
+// is ACCESS EXCLUSIVE.
+func lockMode(mode string) string {
+	var b strings.Builder
+	for i, c := range strings.TrimSuffix(mode, "Lock") {
+		if i > 0 && c >= 'A' && c <= 'Z' {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return strings.ToUpper(b.String())
+}
