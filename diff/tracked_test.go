@@ -76,3 +76,18 @@ func TestSpecDirectoryBehindALinkOutside(t *testing.T) {
 		t.Fatalf("want one RW120 and no quote:\n%s", out.String())
 	}
 }
+
+// A spec directory named outside the repository rwc runs in is the command
+// line's choice (rwc apply /elsewhere/pipelines): it is read, bounded by
+// its own repository, or by itself.
+func TestSpecDirectoryNamedElsewhere(t *testing.T) {
+	root, _ := initRepo(t)
+	elsewhere := t.TempDir()
+	write("pipelines/p.yaml", "pipeline: p\ntables: {}\n")(t, elsewhere)
+	_, ds := spec.Load(spec.DirFS(filepath.Join(elsewhere, "pipelines"), Repo(root)), "pipelines")
+	for _, d := range ds {
+		if d.Code == "RW120" {
+			t.Errorf("refused: %v", d)
+		}
+	}
+}

@@ -41,12 +41,21 @@ func (r *Refused) Error() string { return r.Reason }
 func DirFS(dir string, repo Repo) fs.FS {
 	d := &dirFS{dir: dir, repo: repo, total: new(atomic.Int64)}
 	d.root = sync.OnceValues(func() (boundaryDir, error) {
-		if repo.Root != "" {
+		if abs, err := filepath.Abs(dir); err == nil && repo.Root != "" && lexicallyInside(repo.Root, abs) {
 			return boundaryDir{repo.Root, true}, nil
 		}
+		// A directory named outside the repository rwc runs in is the
+		// command line's choice: its own repository bounds it.
+		d.repo = Repo{}
 		return boundary(dir)
 	})
 	return d
+}
+
+// lexicallyInside reports whether p, as written, is root or below it.
+func lexicallyInside(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Repo is the git repository rwc runs in, found from the working directory
@@ -119,7 +128,10 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 			return "", nil, err
 		}
 		if !inside(root.path, rd) {
-			return "", nil, OutsideLink()
+			return "", nil, &Refused{
+				Reason: "leads outside the repository through a symbolic link on its path; rwc reads no file outside it",
+				Hint:   "name the spec directory where it really is, or replace the link on its path with the directory itself",
+			}
 		}
 	}
 	steps := []string{"."}
