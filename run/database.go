@@ -1,6 +1,9 @@
 package run
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ChooseDatabase decides which database a command works on: flag (--dsn)
 // when given, else $RWC_DATABASE_URL when it is not empty, else "" for the
@@ -24,7 +27,7 @@ func ChooseDatabase(flag string, lookup func(string) (string, bool), planning bo
 		return url, nil
 	}
 	ci, _ := lookup("CI")
-	if !set && ci == "" {
+	if !set && !inCI(ci) {
 		return "", nil
 	}
 	var why string
@@ -43,4 +46,14 @@ func ChooseDatabase(flag string, lookup func(string) (string, bool), planning bo
 		fix += ` (for the local PostgreSQL under .rwc/, pass --dsn "$(rwc local start)")`
 	}
 	return "", fmt.Errorf("%s, so rwc will not fall back to the local PostgreSQL: %s", why, fix)
+}
+
+// inCI reads $CI as CI systems set it: CI=true, CI=1, or a system's name;
+// empty, false and 0 say it is not CI.
+func inCI(ci string) bool {
+	switch strings.ToLower(strings.TrimSpace(ci)) {
+	case "", "false", "0", "no":
+		return false
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
@@ -140,9 +141,12 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	lost, err := LostRows(ctx, r.db, f, preds)
-	if err != nil || lost == 0 {
-		return err
+	lost, err := LostRows(ctx, r.db, f, preds, r.opts.StatementTimeout)
+	if err != nil {
+		return lockTimeout(ctx, r.db, "flow "+f.Name(), append(flowRels(f), stateRels...), r.opts.LockTimeout, "nothing was changed", err)
+	}
+	if lost == 0 {
+		return nil
 	}
 	return lossRefusal(f, fs, lost, what, allow)
 }
@@ -168,9 +172,17 @@ func (r *Runner) resolveAll(f *compile.Flow, cels []string) ([]*predicate.Predic
 	return out, nil
 }
 
-// countLost runs a refresh's CountLost in tx.
+// LossCountTimeout bounds a loss count outside a refresh (a plan's, or
+// the check before a backfill) when no --statement-timeout is given.
+const LossCountTimeout = 30 * time.Second
+
+// countLost runs a refresh's CountLost in tx. A lock timeout is no fault
+// of the query's, and is not placed in it.
 func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements) (int64, error) {
 	rows, done, err := userRows(ctx, tx, s.CountLost)
+	if isLockTimeout(err) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, queryError(f, err)
 	}
@@ -191,28 +203,34 @@ func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.State
 // the deployed definition's guard.
 func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowState, error) {
 	st, err := loadFlowState(ctx, r.db, f.Name())
-	if err != nil {
-		return compile.FlowState{}, err
+	if err == nil {
+		var guards map[string]bool
+		if guards, err = protectedFlows(ctx, r.db, &r.guards); err == nil {
+			st.DeployedProtected = guards[f.Name()]
+		}
 	}
-	guards, err := protectedFlows(ctx, r.db, &r.guards)
 	if err != nil {
-		return compile.FlowState{}, err
+		return compile.FlowState{}, lockTimeout(ctx, r.db, "flow "+f.Name(), stateRels, r.opts.LockTimeout, "nothing was changed", err)
 	}
-	st.DeployedProtected = guards[f.Name()]
 	return st.FlowState, nil
 }
 
 // LostRows counts, in one read-only snapshot, the rows that overrides of f
 // with the resolved predicates would delete and not give back. A refresh
 // counts again in its own transaction, which is what decides; this is for
-// refusing a backfill before it starts, and for plans.
-func LostRows(ctx context.Context, db *sql.DB, f *compile.Flow, preds []*predicate.Predicate) (int64, error) {
+// refusing a backfill before it starts, and for plans. The count runs the
+// query, so it is bounded by timeout (0: LossCountTimeout): a plan must
+// not scan production for long.
+func LostRows(ctx context.Context, db *sql.DB, f *compile.Flow, preds []*predicate.Predicate, timeout time.Duration) (int64, error) {
+	if timeout <= 0 {
+		timeout = LossCountTimeout
+	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SET LOCAL DateStyle = ISO; "+session.Reassert); err != nil {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL statement_timeout = %d; %s", timeout.Milliseconds(), session.Reassert)); err != nil {
 		return 0, err
 	}
 	var exists bool

@@ -103,7 +103,7 @@ func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolde
 		return nil, err
 	}
 	defer rows.Close()
-	var all, conflicting []lockHolder
+	var conflicting []lockHolder
 	for rows.Next() {
 		var h lockHolder
 		var secs float64
@@ -111,7 +111,6 @@ func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolde
 			return nil, err
 		}
 		h.dur = time.Duration(secs * float64(time.Second))
-		all = append(all, h)
 		conflicts := conflictsWithRowExclusive
 		if rels[h.rel].weak {
 			conflicts = conflictsWithAccessShare
@@ -123,10 +122,10 @@ func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolde
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(conflicting) > 0 {
-		return conflicting, nil
-	}
-	return all, nil
+	// Only a holder whose lock conflicts with rwc's is named: telling the
+	// user to end a session that blocks nothing would be worse than
+	// saying nothing (a row lock, say, shows in pg_locks as a transaction).
+	return conflicting, nil
 }
 
 // lockTimeout turns a lock timeout (any other error is returned as it is)

@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,46 @@ func TestLockTimeoutPlan(t *testing.T) {
 	t.Logf("rwc plan took %s:\n%s", took, out)
 	if code != 0 || strings.Contains(out, "pq:") {
 		t.Errorf("rwc plan with the target locked: exit %d:\n%s", code, out)
+	}
+}
+
+// A lock timeout names only sessions whose locks conflict with rwc's: a
+// reader of a source, idle in its transaction, is not what a refresh
+// waiting on a row lock waits for, and must not be offered for
+// termination (found in review).
+func TestLockTimeoutBlamesNoInnocentReader(t *testing.T) {
+	e := newDailyEnv(t)
+	dir := writeSpecs(t, map[string]string{"p.yaml": wholeSpec})
+	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
+		t.Fatalf("first apply: %s", out)
+	}
+	e.exec(`UPDATE ev SET v = v + 1000`)
+	_, releaseRow := lockHolder(t, e, `UPDATE t SET v = v WHERE d = '2026-03-06'`)
+	defer releaseRow()
+	reader, releaseReader := lockHolder(t, e, `SELECT count(*) FROM ev`)
+	defer releaseReader()
+	code, out := runRWC(t, e.dsn, "refresh", "t", "--specs", dir, "--allow-dirty", "--lock-timeout", "500ms")
+	if code == 0 || strings.Contains(out, strconv.Itoa(reader)) || strings.Contains(out, "pq:") {
+		t.Errorf("exit %d, and the message names the reader %d or the driver:\n%s", code, reader, out)
+	}
+}
+
+// The loss check of an override on a protected flow is bounded by the
+// lock timeout too, and says so in rwc's words (found in review).
+func TestLossCheckLockTimeout(t *testing.T) {
+	e := newDailyEnv(t)
+	protected := strings.Replace(wholeSpec, "    columns:", "    properties:\n      reset_allowed: false\n    columns:", 1)
+	dir := writeSpecs(t, map[string]string{"p.yaml": protected})
+	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
+		t.Fatalf("first apply: %s", out)
+	}
+	for _, lock := range []string{`LOCK TABLE t IN ACCESS EXCLUSIVE MODE`, `LOCK TABLE rwc.deployments IN ACCESS EXCLUSIVE MODE`} {
+		_, release := lockHolder(t, e, lock)
+		start := time.Now()
+		code, out := runRWC(t, e.dsn, "refresh", "t", "--where", "d >= date('2026-03-01')", "--specs", dir, "--allow-dirty", "--lock-timeout", "500ms")
+		release()
+		if code == 0 || time.Since(start) > 5*time.Second || strings.Contains(out, "pq:") || strings.Contains(out, "the query failed") {
+			t.Errorf("%s: exit %d after %s:\n%s", lock, code, time.Since(start), out)
+		}
 	}
 }

@@ -42,8 +42,8 @@ func (rf *runFlags) options(log io.Writer) (run.Options, error) {
 	if err != nil {
 		return run.Options{}, fmt.Errorf("--timezone %q: %v", rf.timezone, err)
 	}
-	if *rf.lockTimeout <= 0 {
-		return run.Options{}, fmt.Errorf("--lock-timeout %s: give a positive duration, e.g. 30s", *rf.lockTimeout)
+	if *rf.lockTimeout < time.Millisecond { // PostgreSQL counts milliseconds, and 0 means no limit
+		return run.Options{}, fmt.Errorf("--lock-timeout %s: give at least 1ms, e.g. 30s", *rf.lockTimeout)
 	}
 	return run.Options{Zone: zone, LockTimeout: *rf.lockTimeout, StatementTimeout: rf.statementTimeout, Log: log,
 		AllowDestructive: rf.allowDestructive}, nil

@@ -162,7 +162,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
 		in.CountLost = func(f *compile.Flow, where *predicate.Predicate) *int64 {
-			n, err := run.LostRows(ctx, db, f, []*predicate.Predicate{where})
+			n, err := run.LostRows(ctx, db, f, []*predicate.Predicate{where}, 0)
 			if err != nil {
 				return nil
 			}
