@@ -102,15 +102,23 @@ func TestLockTimeoutTargetLocked(t *testing.T) {
 	for _, mode := range []string{"ACCESS EXCLUSIVE", "SHARE"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			e := newDailyEnv(t)
-			dir := writeSpecs(t, map[string]string{"p.yaml": wholeSpec})
-			if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-				t.Fatalf("first apply: %s", out)
-			}
-			e.exec(`UPDATE ev SET v = v + 1000`)
+			e, dir := appliedWhole(t, wholeSpec)
 			t.Log(applyLocked(t, e, dir, `LOCK TABLE t IN `+mode+` MODE`, "target public.t", "idle in transaction"))
 		})
 	}
+}
+
+// appliedWhole is a daily database with spec applied once, and its
+// sources changed since, so that the next refresh has work to do.
+func appliedWhole(t *testing.T, spec string) (*env, string) {
+	t.Helper()
+	e := newDailyEnv(t)
+	dir := writeSpecs(t, map[string]string{"p.yaml": spec})
+	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
+		t.Fatalf("first apply: %s", out)
+	}
+	e.exec(`UPDATE ev SET v = v + 1000`)
+	return e, dir
 }
 
 // wholeSpec is dailySpec with a window that holds every row of ev whenever
@@ -125,12 +133,7 @@ func TestLockTimeoutStateLocked(t *testing.T) {
 	for _, table := range []string{"rwc.schema_version", "rwc.flows"} {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
-			e := newDailyEnv(t)
-			dir := writeSpecs(t, map[string]string{"p.yaml": wholeSpec})
-			if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-				t.Fatalf("first apply: %s", out)
-			}
-			e.exec(`UPDATE ev SET v = v + 1000`)
+			e, dir := appliedWhole(t, wholeSpec)
 			t.Log(applyLocked(t, e, dir, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`, "state table "+table))
 		})
 	}
@@ -165,12 +168,7 @@ func TestLockTimeoutPlan(t *testing.T) {
 // waiting on a row lock waits for, and must not be offered for
 // termination (found in review).
 func TestLockTimeoutBlamesNoInnocentReader(t *testing.T) {
-	e := newDailyEnv(t)
-	dir := writeSpecs(t, map[string]string{"p.yaml": wholeSpec})
-	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-		t.Fatalf("first apply: %s", out)
-	}
-	e.exec(`UPDATE ev SET v = v + 1000`)
+	e, dir := appliedWhole(t, wholeSpec)
 	_, releaseRow := lockHolder(t, e, `UPDATE t SET v = v WHERE d = '2026-03-06'`)
 	defer releaseRow()
 	reader, releaseReader := lockHolder(t, e, `SELECT count(*) FROM ev`)
@@ -184,12 +182,7 @@ func TestLockTimeoutBlamesNoInnocentReader(t *testing.T) {
 // The loss check of an override on a protected flow is bounded by the
 // lock timeout too, and says so in rwc's words (found in review).
 func TestLossCheckLockTimeout(t *testing.T) {
-	e := newDailyEnv(t)
-	protected := strings.Replace(wholeSpec, "    columns:", "    properties:\n      reset_allowed: false\n    columns:", 1)
-	dir := writeSpecs(t, map[string]string{"p.yaml": protected})
-	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-		t.Fatalf("first apply: %s", out)
-	}
+	e, dir := appliedWhole(t, strings.Replace(wholeSpec, "    columns:", "    properties:\n      reset_allowed: false\n    columns:", 1))
 	for _, lock := range []string{`LOCK TABLE t IN ACCESS EXCLUSIVE MODE`, `LOCK TABLE rwc.deployments IN ACCESS EXCLUSIVE MODE`} {
 		_, release := lockHolder(t, e, lock)
 		start := time.Now()
