@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -153,20 +152,12 @@ func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) (_
 // deployment (or none was recorded).
 func leftEntries(ctx context.Context, db *sql.DB, flows []string, claimed map[string]bool) (map[string]string, error) {
 	deployed := map[string]bool{}
-	var specs []byte
-	err := db.QueryRowContext(ctx, `SELECT specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&specs)
-	switch {
-	case err == sql.ErrNoRows:
-	case err != nil:
+	_, _, files, err := lastDeployment(ctx, db)
+	if err != nil {
 		return nil, err
-	default:
-		var files map[string]string
-		if err := json.Unmarshal(specs, &files); err != nil {
-			return nil, fmt.Errorf("the last deployment's specs: %w", err)
-		}
-		for _, content := range files {
-			deployed[BackfillJob{Content: content}.Hash()] = true
-		}
+	}
+	for _, content := range files {
+		deployed[BackfillJob{Content: content}.Hash()] = true
 	}
 	rows, err := db.QueryContext(ctx, `SELECT b.path, b.flow, b.content_hash, coalesce(b.started_at > d.deployed_at, true)
 		FROM rwc.backfills b LEFT JOIN (SELECT deployed_at FROM rwc.deployments ORDER BY id DESC LIMIT 1) d ON true

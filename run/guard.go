@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -28,36 +27,17 @@ type deployedGuards struct {
 // the last deployment has reset_allowed: false. The snapshot is what
 // `rwc apply` deployed, so an edit to the spec that was not deployed (not
 // even committed: --allow-dirty) cannot relax a guard (compile.Flow.Protected).
-func protectedFlows(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, cache *deployedGuards) (map[string]bool, error) {
-	var id int64
-	switch err := q.QueryRowContext(ctx, `SELECT id FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&id); {
-	case err == sql.ErrNoRows:
-		return nil, nil
-	case err != nil:
+func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (map[string]bool, error) {
+	id, _, specs, err := lastDeployment(ctx, q)
+	if err != nil || specs == nil {
 		return nil, err
 	}
-	if cache != nil {
-		cache.mu.Lock()
-		defer cache.mu.Unlock()
-		if cache.guards != nil && cache.id == id {
-			return cache.guards, nil
-		}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cache.guards == nil || cache.id != id {
+		cache.id, cache.guards = id, guardsOf(specs)
 	}
-	var raw []byte
-	if err := q.QueryRowContext(ctx, `SELECT specs FROM rwc.deployments WHERE id = $1`, id).Scan(&raw); err != nil {
-		return nil, err
-	}
-	var specs map[string]string
-	if err := json.Unmarshal(raw, &specs); err != nil {
-		return nil, fmt.Errorf("the specs of deployment #%d: %w", id, err)
-	}
-	guards := guardsOf(specs)
-	if cache != nil {
-		cache.id, cache.guards = id, guards
-	}
-	return guards, nil
+	return cache.guards, nil
 }
 
 // guardsOf reads a deployment's snapshot: the flows it defines with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/rwc-dev/rwc/compile"
@@ -19,22 +20,30 @@ type PlanState struct {
 	LastRefresh  map[string]string
 }
 
+// lastDeployment reads the last deployment: its id, commit and spec
+// snapshot (file → content); id 0 and nil specs when there is none.
+func lastDeployment(ctx context.Context, q queryer) (id int64, commit string, specs map[string]string, err error) {
+	var c sql.NullString
+	var raw []byte
+	err = q.QueryRowContext(ctx, `SELECT id, commit, specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&id, &c, &raw)
+	switch {
+	case err == sql.ErrNoRows:
+		return 0, "", nil, nil
+	case err != nil:
+		return 0, "", nil, err
+	}
+	if err := json.Unmarshal(raw, &specs); err != nil {
+		return 0, "", nil, fmt.Errorf("the specs of deployment #%d: %w", id, err)
+	}
+	return id, c.String, specs, nil
+}
+
 // ReadPlanState reads the state without locking anything.
 func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 	defer func() { err = lockTimeout(ctx, db, "rwc's state", stateRels, 0, "nothing was changed", err) }()
 	ps := PlanState{Flows: map[string]compile.FlowState{}, LastRefresh: map[string]string{}}
-	var commit sql.NullString
-	var specs string
-	err = db.QueryRowContext(ctx, `SELECT id, commit, specs FROM rwc.deployments ORDER BY id DESC LIMIT 1`).Scan(&ps.DeploymentID, &commit, &specs)
-	switch {
-	case err == sql.ErrNoRows:
-	case err != nil:
+	if ps.DeploymentID, ps.Commit, ps.Specs, err = lastDeployment(ctx, db); err != nil {
 		return ps, err
-	default:
-		ps.Commit = commit.String
-		if err := json.Unmarshal([]byte(specs), &ps.Specs); err != nil {
-			return ps, err
-		}
 	}
 	rows, err := db.QueryContext(ctx, `SELECT flow, last_refresh_at FROM rwc.flows`)
 	if err != nil {
