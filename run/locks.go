@@ -91,8 +91,7 @@ func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolde
 	for i, r := range rels {
 		names[i] = r.sql
 	}
-	rows, err := db.QueryContext(ctx, `SELECT w.i - 1, l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
-			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')
+	rows, err := db.QueryContext(ctx, `SELECT w.i - 1, `+holderColumns+`
 		FROM unnest($1::text[]) WITH ORDINALITY AS w(name, i)
 		JOIN pg_locks l ON l.locktype = 'relation' AND l.granted AND l.relation = to_regclass(w.name)
 			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -106,11 +105,9 @@ func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolde
 	var conflicting []lockHolder
 	for rows.Next() {
 		var h lockHolder
-		var secs float64
-		if err := rows.Scan(&h.rel, &h.mode, &h.pid, &h.app, &h.state, &secs, &h.backend, &h.query); err != nil {
+		if err := rows.Scan(append([]any{&h.rel}, h.fields()...)...); err != nil {
 			return nil, err
 		}
-		h.dur = time.Duration(secs * float64(time.Second))
 		conflicts := conflictsWithRowExclusive
 		if rels[h.rel].weak {
 			conflicts = conflictsWithAccessShare
@@ -234,23 +231,42 @@ var stateRels = func() []lockedRel {
 	return rels
 }()
 
+// holderColumns are a lock holder's columns, from pg_locks l and
+// pg_stat_activity a, in the order lockHolder.fields scans them.
+const holderColumns = `l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
+			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')`
+
+// fields are the scan targets of holderColumns.
+func (h *lockHolder) fields() []any {
+	return []any{&h.mode, &h.pid, &h.app, &h.state, durationScanner{&h.dur}, &h.backend, &h.query}
+}
+
+// durationScanner scans seconds (float8) into a duration.
+type durationScanner struct{ d *time.Duration }
+
+func (s durationScanner) Scan(v any) error {
+	secs, ok := v.(float64)
+	if !ok {
+		return fmt.Errorf("duration: %T", v)
+	}
+	*s.d = time.Duration(secs * float64(time.Second))
+	return nil
+}
+
 // advisoryHolder is the session holding advisory lock key (as
 // hashtextextended(key, 0)), if any.
 func advisoryHolder(ctx context.Context, db *sql.DB, key string) (lockHolder, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var h lockHolder
-	var secs float64
-	err := db.QueryRowContext(ctx, `SELECT l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
-			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')
+	err := db.QueryRowContext(ctx, `SELECT `+holderColumns+`
 		FROM (SELECT hashtextextended($1, 0) AS k) k
 		JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 			AND l.classid = ((k.k >> 32) & 4294967295)::oid AND l.objid = (k.k & 4294967295)::oid
 			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.pid <> pg_backend_pid()
-		LIMIT 1`, key).Scan(&h.mode, &h.pid, &h.app, &h.state, &secs, &h.backend, &h.query)
-	h.dur = time.Duration(secs * float64(time.Second))
+		LIMIT 1`, key).Scan(h.fields()...)
 	return h, err == nil
 }
 
