@@ -117,6 +117,12 @@ func predicateColumns(t *spec.Table) []predicate.Column {
 	return cols
 }
 
+// CompilePredicate compiles a predicate (CEL) over f's columns: a
+// backfill's batch, an override, a window rwc narrowed.
+func (f *Flow) CompilePredicate(cel string) (*predicate.Predicate, []predicate.Issue) {
+	return predicate.Compile(cel, predicateColumns(f.Table))
+}
+
 // compilePredicate compiles a predicate text and positions its issues in the file.
 func compilePredicate(text spec.Text, t *spec.Table) (*predicate.Predicate, diag.List) {
 	p, issues := predicate.Compile(text.Value, predicateColumns(t))

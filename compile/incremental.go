@@ -202,7 +202,7 @@ func (f *Flow) Narrow(window *predicate.Predicate, values []string) (*predicate.
 	} else {
 		text = "(" + window.Root.CEL() + ") && " + f.PartitionBy + " in [" + strings.Join(lits, ", ") + "]"
 	}
-	p, issues := predicate.Compile(text, predicateColumns(f.Table))
+	p, issues := f.CompilePredicate(text)
 	if len(issues) > 0 {
 		return nil, fmt.Errorf("narrowed window %q: %s", text, issues[0].Message)
 	}

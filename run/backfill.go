@@ -260,12 +260,8 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 	if err != nil {
 		return false, err
 	}
-	cols := make([]predicate.Column, len(job.Flow.Table.Columns))
-	for i, c := range job.Flow.Table.Columns {
-		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
-	}
 	for _, b := range batches {
-		p, issues := predicate.Compile(b.cel, cols)
+		p, issues := job.Flow.CompilePredicate(b.cel)
 		if len(issues) > 0 {
 			return false, fmt.Errorf("backfill %s batch %d: %s", job.Path, b.n, issues[0].Message)
 		}

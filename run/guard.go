@@ -133,13 +133,9 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 
 // resolveAll compiles and resolves batch predicates (CEL) of f.
 func (r *Runner) resolveAll(f *compile.Flow, cels []string) ([]*predicate.Predicate, error) {
-	cols := make([]predicate.Column, len(f.Table.Columns))
-	for i, c := range f.Table.Columns {
-		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
-	}
 	var out []*predicate.Predicate
 	for _, cel := range cels {
-		p, issues := predicate.Compile(cel, cols)
+		p, issues := f.CompilePredicate(cel)
 		if len(issues) > 0 {
 			return nil, fmt.Errorf("%s: %s", cel, issues[0].Message)
 		}

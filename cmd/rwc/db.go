@@ -113,10 +113,8 @@ func (g *globals) dialEarly(ctx context.Context) func() {
 // namedDSN is the database named by --dsn, else $RWC_DATABASE_URL; "":
 // the local default.
 func (g *globals) namedDSN() string {
-	if g.dsn != "" {
-		return g.dsn
-	}
-	return os.Getenv("RWC_DATABASE_URL")
+	dsn, _ := run.ChooseDatabase(g.dsn, os.LookupEnv, false) // a refusal is connect's to say
+	return dsn
 }
 
 // dsnSource names where dsn came from, for a message about it: --dsn

@@ -133,11 +133,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 // compileWhere compiles a --where predicate against a flow; positions are
 // in the flag's text, shown as "--where:1:5".
 func compileWhere(text string, f *compile.Flow) (*predicate.Predicate, diag.List) {
-	cols := make([]predicate.Column, len(f.Table.Columns))
-	for i, c := range f.Table.Columns {
-		cols[i] = predicate.Column{Name: c.Name, Type: c.Type}
-	}
-	p, issues := predicate.Compile(text, cols)
+	p, issues := f.CompilePredicate(text)
 	var ds diag.List
 	for _, is := range issues {
 		ds.Errorf(is.Code, diag.Pos{File: "--where", Line: is.At.Line, Column: is.At.Column}, is.Hint, "%s", is.Message)
