@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -80,7 +81,7 @@ func noCommands(s string) string {
 
 func visibleRune(keepNewline bool) func(rune) rune {
 	return func(r rune) rune {
-		if r == '\n' && keepNewline || r >= 0x20 && r < 0x7f || r > 0x9f {
+		if r == '\n' && keepNewline || !unicode.IsControl(r) {
 			return r
 		}
 		return utf8.RuneError

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // Text output shows no control character of a spec's: a file name or a
@@ -14,7 +15,7 @@ func TestWriteTextShowsNoControlCharacters(t *testing.T) {
 	var b bytes.Buffer
 	WriteText(&b, l, func(string) []string { return []string{"a:\x1b]0;title\x07 \x9b31m"} })
 	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, "::") || strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }) {
+		if strings.HasPrefix(line, "::") || strings.ContainsFunc(line, unicode.IsControl) {
 			t.Errorf("line %q", line)
 		}
 	}

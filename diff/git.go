@@ -4,14 +4,12 @@ package diff
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -222,7 +220,7 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 		}
 		p := filepath.Join(dir, e.Name())
 		if e.Type()&fs.ModeSymlink == 0 {
-			if same, err := sameBlob(tree, p, &c); err != nil || !same {
+			if same, err := sameBlob(p, c.Hash); err != nil || !same {
 				return false, err
 			}
 			continue
@@ -250,7 +248,7 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 		if err != nil {
 			return false, err
 		}
-		if same, err := sameBlob(tree, p, f); err != nil || !same {
+		if same, err := sameBlob(p, f.Hash); err != nil || !same {
 			return false, err
 		}
 	}
@@ -259,27 +257,17 @@ func sameSpecs(tree *object.Tree, root, dir string, entries []fs.DirEntry, commi
 
 // sameBlob reports whether the file at p (links followed) holds the blob
 // h. What spec.Load refuses to read (a named pipe, a device, a file past
-// its cap) is not read here either, nor a file whose size is not the
-// blob's: neither can be a committed spec.
-func sameBlob(tree *object.Tree, p string, e *object.TreeEntry) (bool, error) {
-	st, err := os.Stat(p)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > spec.MaxFileSize {
-		return false, err
+// its cap) is read no more here: it cannot be a committed spec.
+func sameBlob(p string, h plumbing.Hash) (bool, error) {
+	content, err := spec.ReadCapped(p)
+	var refused *spec.Refused
+	if errors.As(err, &refused) {
+		return false, nil
 	}
-	blob, err := tree.TreeEntryFile(e)
-	if err != nil || blob.Size != st.Size() {
-		return false, err
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	content, err := io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
-	if err != nil {
-		return false, err
-	}
-	return plumbing.ComputeHash(plumbing.BlobObject, content) == e.Hash, nil
+	return plumbing.ComputeHash(plumbing.BlobObject, content) == h, nil
 }
 
 // Repo is the repository the work tree at dir (rwc's working directory)

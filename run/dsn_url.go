@@ -102,7 +102,7 @@ func urlProblem(dsn, trimmed string, p urlParts) string {
 	if m := hostPortProblem(p.hostport); m != "" {
 		return m
 	}
-	if !validEscapes(p.path, pathByte) {
+	if !validEscapes(p.path, printable) {
 		return msgPath
 	}
 	if m := queryProblem(p.query); m != "" {
@@ -183,7 +183,7 @@ func queryProblem(q string) string {
 		if !ok {
 			return "a query parameter has no '=': write ?key=value&key=value, and percent-encode '&', '#' and '%' in a value such as the password (%26, %23, %25)"
 		}
-		if !validEscapes(k, queryByte) || !validEscapes(val, queryByte) {
+		if !validEscapes(k, printable) || !validEscapes(val, printable) {
 			return name + " has a '%' not followed by two hex digits (write a % as %25) or a control character (a tab or a line break)"
 		}
 	}
@@ -199,8 +199,8 @@ func validEscapes(s string, ok func(byte) bool) bool {
 	return true
 }
 
-func pathByte(c byte) bool  { return c >= 0x20 && c != 0x7f }
-func queryByte(c byte) bool { return c >= 0x20 && c != 0x7f }
+// printable is a byte a URL's path or query may hold as it is.
+func printable(c byte) bool { return c >= 0x20 && c != 0x7f }
 
 func hexEscape(s string) bool {
 	return len(s) >= 3 && s[0] == '%' && isHex(s[1]) && isHex(s[2])

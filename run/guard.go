@@ -123,7 +123,7 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 	}
 	lost, err := LostRows(ctx, r.db, f, preds, r.opts.StatementTimeout)
 	if err != nil {
-		return lockTimeout(ctx, r.db, "flow "+f.Name(), append(flowRels(f), stateRels...), r.opts.LockTimeout, "nothing was changed", err)
+		return lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "nothing was changed", err)
 	}
 	if lost == 0 {
 		return nil

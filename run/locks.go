@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
 )
 
 // LockTimeoutError is a lock wait rwc gave up on (SQLSTATE 55P03): what was
@@ -63,27 +64,27 @@ func (h lockHolder) String() string {
 		parts = append(parts, fmt.Sprintf("%s for %s", h.state, d))
 	}
 	parts = append(parts, "holding "+lockMode(h.mode))
-	if q := strings.Join(strings.Fields(h.query), " "); q != "" {
+	if q := []rune(diag.Visible(strings.Join(strings.Fields(h.query), " "))); len(q) > 0 {
 		if len(q) > 120 {
-			q = q[:117] + "..."
+			q = append(q[:117], []rune("...")...)
 		}
-		parts = append(parts, "query: "+q)
+		parts = append(parts, "query: "+string(q))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// conflictsWithWeak: the lock modes that conflict with ACCESS SHARE, and
-// with ROW EXCLUSIVE, the least rwc takes on a table it reads or writes.
+// The lock modes that conflict with ACCESS SHARE, and with ROW EXCLUSIVE:
+// the least rwc takes on a table it reads, and on one it writes.
 var (
 	conflictsWithAccessShare  = map[string]bool{"AccessExclusiveLock": true}
 	conflictsWithRowExclusive = map[string]bool{"ShareLock": true, "ShareRowExclusiveLock": true, "ExclusiveLock": true, "AccessExclusiveLock": true}
 )
 
 // lockHolders asks, on a session of its own, which other sessions hold
-// locks on rels now. Those whose locks conflict with rwc's least lock on
-// the relation come first; when there are none, every holder is returned
-// (rwc may have wanted a stronger lock: TRUNCATE, ALTER TABLE). The look-up
-// itself takes no lock on rels (to_regclass does not lock).
+// locks on rels now that conflict with rwc's least lock on the relation;
+// none, when the wait was for something else (a row lock, or a stronger
+// lock rwc wanted: TRUNCATE, ALTER TABLE). The look-up itself takes no
+// lock on rels (to_regclass does not lock).
 func lockHolders(ctx context.Context, db *sql.DB, rels []lockedRel) ([]lockHolder, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -40,9 +40,9 @@ func (r *Refused) Error() string { return r.Reason }
 // above dir, else dir itself.
 func DirFS(dir string, repo Repo) fs.FS {
 	d := &dirFS{dir: dir, repo: repo, total: new(atomic.Int64)}
-	d.root = sync.OnceValues(func() (boundaryDir, error) {
+	d.root = sync.OnceValues(func() (string, error) {
 		if abs, err := filepath.Abs(dir); err == nil && repo.Root != "" && lexicallyInside(repo.Root, abs) {
-			return boundaryDir{repo.Root, true}, nil
+			return repo.Root, nil
 		}
 		// A directory named outside the repository rwc runs in is the
 		// command line's choice: its own repository bounds it.
@@ -70,7 +70,7 @@ type Repo struct {
 
 type dirFS struct {
 	dir   string
-	root  func() (boundaryDir, error)
+	root  func() (string, error)
 	repo  Repo
 	total *atomic.Int64
 }
@@ -127,7 +127,7 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if !inside(root.path, rd) {
+		if !inside(root, rd) {
 			return "", nil, &Refused{
 				Reason: "leads outside the repository through a symbolic link on its path; rwc reads no file outside it",
 				Hint:   "name the spec directory where it really is, or replace the link on its path with the directory itself",
@@ -145,13 +145,13 @@ func (d *dirFS) check(name string) (string, fs.FileInfo, error) {
 	linked := false
 	for i, s := range steps {
 		var link bool
-		if st, link, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root.path, i == len(steps)-1); err != nil {
+		if st, link, err = vet(filepath.Join(d.dir, filepath.FromSlash(s)), root, i == len(steps)-1); err != nil {
 			return "", nil, err
 		}
 		linked = linked || link
 	}
 	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	if linked && !st.IsDir() && root.repo && d.repo.Committed != nil {
+	if linked && !st.IsDir() && d.repo.Committed != nil {
 		if err := d.committed(full); err != nil {
 			return "", nil, err
 		}
@@ -188,8 +188,7 @@ func vet(p, root string, last bool) (fs.FileInfo, bool, error) {
 // directory.
 func inside(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) &&
-		!slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git")
+	return err == nil && lexicallyInside(root, p) && !slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git")
 }
 
 // committed refuses a file reached through a link unless git's index holds
@@ -200,7 +199,7 @@ func (d *dirFS) committed(p string) error {
 	if err != nil {
 		return err
 	}
-	content, err := readCapped(resolved)
+	content, err := ReadCapped(resolved)
 	if err != nil {
 		return err
 	}
@@ -213,9 +212,10 @@ func (d *dirFS) committed(p string) error {
 	return nil
 }
 
-// readCapped reads at most MaxFileSize+1 bytes of a regular file, without
-// blocking on anything else.
-func readCapped(p string) ([]byte, error) {
+// ReadCapped reads at most MaxFileSize+1 bytes of a regular file, checked
+// once it is open, without blocking on anything else (a *Refused when it is
+// no regular file or too large).
+func ReadCapped(p string) ([]byte, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -291,32 +291,24 @@ func TooLarge() *Refused {
 	}
 }
 
-// boundaryDir is the directory no spec path may lead out of, and whether
-// it is a git work tree's root.
-type boundaryDir struct {
-	path string
-	repo bool
-}
-
-// boundary is the git work tree holding dir (found by its .git, without
+// boundary is the directory no spec path may lead out of when rwc knows
+// no repository: the git work tree holding dir (found by its .git, without
 // following dir's own last link, which the repository may hold), else dir
 // itself.
-func boundary(dir string) (boundaryDir, error) {
+func boundary(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return boundaryDir{}, err
+		return "", err
 	}
 	for p := abs; ; p = filepath.Dir(p) {
 		if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
-			root, err := filepath.EvalSymlinks(p)
-			return boundaryDir{root, true}, err
+			return filepath.EvalSymlinks(p)
 		}
 		if filepath.Dir(p) == p {
 			break
 		}
 	}
-	root, err := filepath.EvalSymlinks(abs)
-	return boundaryDir{root, false}, err
+	return filepath.EvalSymlinks(abs)
 }
 
 // cappedFile stops a file that grows past what its size said, or past the

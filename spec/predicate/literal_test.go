@@ -3,6 +3,7 @@ package predicate
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/rwc-dev/rwc/run/pgtest"
 )
@@ -15,7 +16,7 @@ func TestStringLiteralRoundTrip(t *testing.T) {
 	db.SetMaxOpenConns(1) // set_config below is per session
 	for _, v := range []string{"plain", "it's", `back\slash`, "line\nbreak", "\x1b[2J\r", "tab\there", "\u009b31m", "é€\x7f", `\'; DROP TABLE x; --`} {
 		lit := stringLiteral(v)
-		if strings.ContainsFunc(lit, isControl) {
+		if strings.ContainsFunc(lit, unicode.IsControl) {
 			t.Errorf("%q renders with a raw control character: %q", v, lit)
 		}
 		for _, scs := range []string{"on", "off"} {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lib/pq"
 
@@ -165,7 +166,7 @@ func (r *renderer) literal(e, peer *Expr) string {
 // logs and pull request comments, where a raw ESC, CR or line break from a
 // predicate would rewrite what a reviewer sees.
 func stringLiteral(v string) string {
-	if !strings.ContainsFunc(v, isControl) {
+	if !strings.ContainsFunc(v, unicode.IsControl) {
 		return strings.TrimSpace(pq.QuoteLiteral(v))
 	}
 	var b strings.Builder
@@ -176,9 +177,9 @@ func stringLiteral(v string) string {
 			b.WriteString(`\\`)
 		case r == '\'':
 			b.WriteString("''")
-		case r < 0x80 && isControl(r):
+		case r < 0x80 && unicode.IsControl(r):
 			fmt.Fprintf(&b, `\x%02X`, r)
-		case isControl(r):
+		case unicode.IsControl(r):
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)
@@ -187,6 +188,3 @@ func stringLiteral(v string) string {
 	b.WriteByte('\'')
 	return b.String()
 }
-
-// isControl is a C0 or C1 control character or DEL.
-func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
