@@ -388,16 +388,16 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 		}
 	}
 	bp.AllowLoss = b.File.AllowLoss
+	where, err := b.Predicate.Resolve(rc)
+	if err != nil {
+		return bp, renamedFrom
+	}
 	if in.CountLost != nil && (bp.Status == "pending" || bp.Status == "partial") && b.Flow.Protected(in.State[b.Flow.Name()]) {
-		if where, err := b.Predicate.Resolve(rc); err == nil {
-			bp.RowsLost = in.CountLost(b.Flow, where)
-		}
+		bp.RowsLost = in.CountLost(b.Flow, where)
 	}
 	if in.Estimate != nil {
-		if where, err := b.Predicate.Resolve(rc); err == nil {
-			if s, err := b.Flow.Statements(where, false); err == nil {
-				bp.EstimatedRows = in.Estimate(b.Flow, s)
-			}
+		if s, err := b.Flow.Statements(where, false); err == nil {
+			bp.EstimatedRows = in.Estimate(b.Flow, s)
 		}
 	}
 	return bp, renamedFrom
