@@ -1,8 +1,6 @@
 package query
 
 import (
-	"strings"
-
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -29,39 +27,25 @@ type Dependencies struct {
 	FromFunction bool
 }
 
-// Dependencies walks the whole query, subqueries and CTEs included.
+// Dependencies walks the whole query, subqueries and CTEs included, in
+// the tree Analyze parsed; the functions are its Calls, each once.
 func (a *Analysis) Dependencies() Dependencies {
 	var d Dependencies
 	seen := map[Function]bool{}
-	tree, err := pg.Parse(a.q.sql)
-	if err != nil {
-		d.Session = true // cannot tell: the caller must not trust incremental refresh
-		return d
+	for _, c := range a.Calls {
+		if f := (Function{Schema: c.Schema, Name: c.Name}); !seen[f] {
+			seen[f] = true
+			d.Functions = append(d.Functions, f)
+		}
 	}
-	for _, s := range tree.GetStmts() {
-		walk(s.ProtoReflect(), 0, func(m protoreflect.Message) bool {
-			switch v := m.Interface().(type) {
-			case *pg.FuncCall:
-				names, _ := stringList(v.GetFuncname())
-				f := Function{}
-				switch len(names) {
-				case 0:
-				case 1:
-					f.Name = strings.ToLower(names[0])
-				default:
-					f.Schema, f.Name = strings.ToLower(names[len(names)-2]), strings.ToLower(names[len(names)-1])
-				}
-				if f.Name != "" && !seen[f] {
-					seen[f] = true
-					d.Functions = append(d.Functions, f)
-				}
-			case *pg.SQLValueFunction:
-				d.Session = true
-			case *pg.RangeFunction, *pg.RangeTableFunc:
-				d.FromFunction = true
-			}
-			return true
-		})
-	}
+	walk(a.q.top.ProtoReflect(), 0, func(m protoreflect.Message) bool {
+		switch m.Interface().(type) {
+		case *pg.SQLValueFunction:
+			d.Session = true
+		case *pg.RangeFunction, *pg.RangeTableFunc:
+			d.FromFunction = true
+		}
+		return true
+	})
 	return d
 }
