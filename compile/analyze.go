@@ -45,6 +45,17 @@ type Backfill struct {
 	Predicate *predicate.Predicate
 }
 
+// DefaultBatchDays is the batch size of a backfill that names none.
+const DefaultBatchDays = 30
+
+// BatchDays is the file's batch size.
+func (b *Backfill) BatchDays() int {
+	if b.File.BatchDays == 0 {
+		return DefaultBatchDays
+	}
+	return b.File.BatchDays
+}
+
 // Project is an analysed project. Flows are in dependency order: a flow
 // comes after every flow whose target it reads.
 type Project struct {

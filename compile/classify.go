@@ -55,6 +55,9 @@ type FlowState struct {
 	// DeployedProtected: the last deployment's definition of the flow has
 	// reset_allowed: false (the spec on disk may say otherwise).
 	DeployedProtected bool
+	// DeployedUnreadable: the last deployment's specs no longer load, so
+	// every flow counts as deployed protected (DeployedProtected).
+	DeployedUnreadable bool
 }
 
 // Protected reports whether f's target is guarded (reset_allowed: false):
@@ -69,6 +72,9 @@ func (f *Flow) Protected(st FlowState) bool {
 
 // GuardSource says where a protected flow's guard comes from, for messages.
 func (f *Flow) GuardSource(st FlowState) string {
+	if f.Table.ResetAllowed && st.DeployedUnreadable {
+		return fmt.Sprintf("as deployed: the last deployment's specs no longer load, so every flow counts as reset_allowed: false, though %s says reset_allowed: true, until rwc apply deploys specs that load", f.Table.Pos)
+	}
 	if f.Table.ResetAllowed && st.DeployedProtected {
 		return fmt.Sprintf("in the deployed definition, though %s now says reset_allowed: true; a guard is relaxed by deploying that change (rwc apply) first", f.Table.Pos)
 	}

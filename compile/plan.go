@@ -57,7 +57,13 @@ type FlowPlan struct {
 	SQL           []string          `json:"sql"`
 	Destructive   bool              `json:"destructive,omitempty"`
 	EstimatedRows *int64            `json:"estimated_rows,omitempty"`
-	Notes         []string          `json:"notes,omitempty"`
+	// RowsLost: for a protected flow (reset_allowed: false, in the spec or
+	// as deployed) whose window reaches beyond the last refresh's, with a
+	// database at hand, the rows its refresh would delete there that its
+	// query no longer yields, counted now (Flow.WindowLoss); rwc apply counts
+	// again and refuses when there are any, unless --allow-loss.
+	RowsLost *int64   `json:"rows_lost,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
 }
 
 // BackfillPlan is a backfill file and where it stands.
@@ -125,10 +131,10 @@ type PlanInput struct {
 	// ledger's name for that one ("" otherwise); nil (no database): files
 	// already in Base count as applied, others pending.
 	BackfillStatus func(b *Backfill) (status, renamedFrom string)
-	// CountLost returns the rows an override of f with the resolved
-	// predicate would delete and not give back (nil: unknown); nil: not
-	// counted. Called for pending backfills of protected flows only.
-	CountLost func(f *Flow, where *predicate.Predicate) *int64
+	// CountLost runs loss counts of f (Flow.WindowLoss, Flow.BatchLoss)
+	// and adds them up (nil: unknown); nil: not counted. Called for
+	// protected flows only.
+	CountLost func(f *Flow, counts []string) *int64
 }
 
 // RenamedBackfillHint says how to resolve RW501 for file, read as the
@@ -285,6 +291,10 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if dec.Action == ActionIncremental {
 		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
 	}
+	if count := f.WindowLoss(st, window); haveState && count != "" && in.CountLost != nil {
+		fp.SQL = append(fp.SQL, count)
+		fp.RowsLost = in.CountLost(f, []string{count})
+	}
 	fp.SQL = append(fp.SQL, stmts.List()...)
 	if in.Estimate != nil {
 		fp.EstimatedRows = in.Estimate(f, stmts)
@@ -393,7 +403,13 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 		return bp, renamedFrom
 	}
 	if in.CountLost != nil && (bp.Status == "pending" || bp.Status == "partial") && b.Flow.Protected(in.State[b.Flow.Name()]) {
-		bp.RowsLost = in.CountLost(b.Flow, where)
+		// What rwc apply counts before it starts the file: its batches
+		// outside the window, which the flow's own refresh recomputes first.
+		if window, err := b.Flow.Predicate.Resolve(rc); err == nil {
+			if counts, err := b.Flow.BatchLoss(where, window, b.BatchDays(), rc); err == nil {
+				bp.RowsLost = in.CountLost(b.Flow, counts)
+			}
+		}
 	}
 	if in.Estimate != nil {
 		if s, err := b.Flow.Statements(where, false); err == nil {

@@ -69,6 +69,9 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		if f.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows in the window: %d\n", *f.EstimatedRows)
 		}
+		if note := f.lossNote(); note != "" {
+			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
+		}
 		for _, n := range f.Notes {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), diag.Visible(n))
 		}
@@ -100,6 +103,15 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
+}
+
+// lossNote says what a protected flow's refresh would lose beyond its last
+// window ("" when nothing, or not counted).
+func (f FlowPlan) lossNote() string {
+	if f.RowsLost == nil || *f.RowsLost == 0 {
+		return ""
+	}
+	return "would delete " + diag.Plural(int(*f.RowsLost), "row") + " beyond the last refresh's window that its query no longer yields: reset_allowed is false, so rwc apply refuses it (--allow-loss allows it)"
 }
 
 // lossNote says what a backfill of a protected flow would lose ("" when
@@ -134,7 +146,11 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
 	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, f.Action, mdList(f.Reasons), mdList(f.Changes))
+		action := f.Action
+		if note := f.lossNote(); note != "" {
+			action += " (" + note + ")"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(f.Reasons), mdList(f.Changes))
 	}
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lib/pq"
@@ -77,21 +78,109 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 	src, pushed := f.pushedQuery(p)
 	s.PushedTo = pushed
 	list := strings.Join(cols, ", ")
-	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p, src), where)
+	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p.Columns, src), where)
 	if full {
 		s.Truncate = "TRUNCATE " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
-		s.CountLost = f.countLost(p, src, where)
+		s.CountLost = f.countLost(p.Columns, src, where)
 	}
 	return s, nil
+}
+
+// WindowLoss is the count a window refresh of a protected flow runs, in
+// its own snapshot before the DELETE, when its window reaches where the last
+// refresh's did not (a widened replace_where): the rows there that the query
+// no longer yields. Within the last window the target already mirrors the
+// query, which is what a window is; beyond it the target holds history, which
+// reset_allowed: false protects. "" when f is not protected or the window
+// widens nothing, or the last window is not known (the whole window is
+// recomputed then, and the state has nothing to compare with).
+func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate) string {
+	prior, ok := f.widenedFrom(st, window)
+	if !ok || !f.Protected(st) {
+		return ""
+	}
+	newSQL, err1 := window.SQL(nil)
+	priorSQL, err2 := prior.SQL(nil)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	// The outer WHERE casts the columns both windows read.
+	cols := slices.Clone(window.Columns)
+	for _, c := range prior.Columns {
+		if !contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	src, _ := f.pushedQuery(window)
+	return f.countLost(cols, src, fmt.Sprintf("(%s) AND %s", newSQL, predicate.Complement(priorSQL)))
+}
+
+// Batches splits an override of f with where (resolved) into the batches a
+// backfill runs, as CEL: along a date partition column, days at a time,
+// leaving window out (nil: nothing). Any other override is one batch.
+func (f *Flow) Batches(where, window *predicate.Predicate, days int) []string {
+	if c := f.Table.Column(f.PartitionBy); c == nil || c.Type.Base != "date" {
+		return []string{where.Root.CEL()}
+	}
+	batches, ok := predicate.Batches(where, window, f.PartitionBy, days)
+	if !ok {
+		return []string{where.Root.CEL()}
+	}
+	return batches
+}
+
+// BatchLoss is the loss counts (Statements.CountLost) of an override of f
+// with where run as a backfill's batches outside window: what rwc apply
+// counts before it starts a backfill file of a protected flow, and so what
+// a plan shows.
+func (f *Flow) BatchLoss(where, window *predicate.Predicate, days int, rc predicate.Resolution) ([]string, error) {
+	return f.LossCounts(f.Batches(where, window, days), rc)
+}
+
+// LossCounts is the loss counts (Statements.CountLost) of overrides of f
+// with the batch predicates cels, resolved at rc.
+func (f *Flow) LossCounts(cels []string, rc predicate.Resolution) ([]string, error) {
+	var counts []string
+	for _, cel := range cels {
+		p, issues := f.CompilePredicate(cel)
+		if len(issues) > 0 {
+			return nil, fmt.Errorf("%s: %s", cel, issues[0].Message)
+		}
+		resolved, err := p.Resolve(rc)
+		if err != nil {
+			return nil, err
+		}
+		s, err := f.Statements(resolved, false)
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, s.CountLost)
+	}
+	return counts, nil
+}
+
+// Widens reports whether a window refresh of f reaches where the last
+// refresh's window did not: only then can it lose history (WindowLoss).
+func (f *Flow) Widens(st FlowState, window *predicate.Predicate) bool {
+	_, ok := f.widenedFrom(st, window)
+	return ok
+}
+
+func (f *Flow) widenedFrom(st FlowState, window *predicate.Predicate) (*predicate.Predicate, bool) {
+	prior, ok := f.StoredWindow(st)
+	if !st.LastRefreshed || !ok || predicate.Contains(prior, window) {
+		return nil, false
+	}
+	return prior, true
 }
 
 // countLost renders Statements.CountLost. Both sides compare the partition
 // value as the target stores it (the query's value cast to the column's
 // type, as the INSERT assigns it), printed as text: a type without an
 // equality operator compares too.
-func (f *Flow) countLost(p *predicate.Predicate, src, where string) string {
+func (f *Flow) countLost(cols []string, src, where string) string {
 	tkey, skey := "1", "1"
 	if c := f.Table.Column(f.PartitionBy); c != nil {
 		name := pq.QuoteIdentifier(c.Name)
@@ -99,7 +188,7 @@ func (f *Flow) countLost(p *predicate.Predicate, src, where string) string {
 		skey = fmt.Sprintf("(src.%s::%s)::text", name, c.Type.Canonical)
 	}
 	return fmt.Sprintf("SELECT count(*) FROM (\nSELECT %s FROM %s WHERE %s\nEXCEPT ALL\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s\n) AS lost",
-		tkey, f.Target(), where, skey, f.typedSource(p, src), where)
+		tkey, f.Target(), where, skey, f.typedSource(cols, src), where)
 }
 
 // typedSource makes the outer WHERE see the predicate's columns with the
@@ -108,12 +197,12 @@ func (f *Flow) countLost(p *predicate.Predicate, src, where string) string {
 // 10:00 on the window's last day would be deleted and never re-inserted.
 // Only the predicate's columns are cast, and never to a character type,
 // whose explicit cast would truncate where the INSERT would fail.
-func (f *Flow) typedSource(p *predicate.Predicate, src string) string {
+func (f *Flow) typedSource(cols []string, src string) string {
 	var sel []string
 	cast := false
 	for _, c := range f.Table.Columns {
 		name := pq.QuoteIdentifier(c.Name)
-		if contains(p.Columns, c.Name) && c.Type.Family != pgtype.Text && c.Type.Family != pgtype.Other {
+		if contains(cols, c.Name) && c.Type.Family != pgtype.Text && c.Type.Family != pgtype.Other {
 			sel = append(sel, fmt.Sprintf("q.%s::%s AS %s", name, c.Type.Canonical, name))
 			cast = true
 			continue

@@ -32,7 +32,11 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 	if err := r.preflight(ctx, p); err != nil {
 		return nil, r.stateLocked(ctx, "", "nothing was changed", err)
 	}
-	if err := r.refuseChangedBackfills(ctx, jobs); err != nil {
+	ids, err := r.refuseChangedBackfills(ctx, jobs)
+	if err == nil {
+		err = r.refuseLosses(ctx, p, jobs, ids)
+	}
+	if err != nil {
 		return nil, r.stateLocked(ctx, "", "nothing was changed", err)
 	}
 	var results []Result
@@ -90,7 +94,7 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		}
 		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
 	}
-	err := r.recordDeployment(ctx, dep)
+	err = r.recordDeployment(ctx, dep)
 	return results, r.stateLocked(ctx, "recording the deployment", "every flow was refreshed, but the deployment was not recorded: run rwc apply again to record it", err)
 }
 
@@ -102,26 +106,26 @@ func (r *Runner) stateLocked(ctx context.Context, subject, after string, err err
 // refuseChangedBackfills refuses the whole apply, before anything is
 // changed, when a backfill file is an applied one changed: edited in place,
 // or renamed and edited (IdentifyBackfills).
-func (r *Runner) refuseChangedBackfills(ctx context.Context, jobs []*BackfillJob) error {
+func (r *Runner) refuseChangedBackfills(ctx context.Context, jobs []*BackfillJob) ([]BackfillIdentity, error) {
 	files := make([]BackfillFile, len(jobs))
 	for i, j := range jobs {
 		files[i] = BackfillFile{Key: j.Path, Hash: j.Hash(), Flow: j.Flow.Name()}
 	}
 	ids, err := IdentifyBackfills(ctx, r.db, files)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, id := range ids {
 		switch {
 		case id.Status != BackfillChanged:
 		case id.Entry == jobs[i].Path:
-			return refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", jobs[i].Path)
+			return nil, refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", jobs[i].Path)
 		default:
-			return refuse("backfill %s is new to the ledger, but %s, a backfill of %s that was applied (or started), left the specs since the last deployment: this is read as that file renamed and edited, and nothing was changed; %s",
+			return nil, refuse("backfill %s is new to the ledger, but %s, a backfill of %s that was applied (or started), left the specs since the last deployment: this is read as that file renamed and edited, and nothing was changed; %s",
 				jobs[i].Path, id.Entry, jobs[i].Flow.Name(), compile.RenamedBackfillHint(jobs[i].Path, id.Entry))
 		}
 	}
-	return nil
+	return ids, nil
 }
 
 func (r *Runner) recordDeployment(ctx context.Context, dep Deployment) error {
@@ -166,10 +170,27 @@ func (r *Runner) preflight(ctx context.Context, p *compile.Project) error {
 type Removed struct {
 	Flow   string
 	Target string
+	// Protected: the flow's deployed definition has reset_allowed: false
+	// (or the deployed specs no longer load); --drop-removed keeps it.
+	Protected bool
 }
 
-// RemovedFlows lists flows in the state that p no longer has.
+// KeptBecause says why a removed flow's target is kept.
+func (rm Removed) KeptBecause(dropRemoved bool) string {
+	if rm.Protected && dropRemoved {
+		return "it was deployed with reset_allowed: false, which --drop-removed respects: deploy reset_allowed: true for it first, then remove it, or drop the table yourself"
+	}
+	return "rwc apply --drop-removed drops it"
+}
+
+// RemovedFlows lists flows in the state that p no longer has, with the
+// guards the last deployment gave them: list them before an apply records
+// a deployment without them.
 func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Removed, error) {
+	guards, err := protectedFlows(ctx, r.db, &r.guards)
+	if err != nil {
+		return nil, r.stateLocked(ctx, "listing removed flows", "nothing was dropped", err)
+	}
 	rows, err := r.db.QueryContext(ctx, `SELECT flow, quote_ident(target_schema) || '.' || quote_ident(target_table) FROM rwc.flows ORDER BY flow`)
 	if err != nil {
 		return nil, r.stateLocked(ctx, "listing removed flows", "nothing was dropped", err)
@@ -182,6 +203,7 @@ func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Remove
 			return nil, err
 		}
 		if p.Flow(rm.Flow) == nil {
+			rm.Protected = guards.protects(rm.Flow)
 			out = append(out, rm)
 		}
 	}
@@ -189,8 +211,12 @@ func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Remove
 }
 
 // DropRemoved drops a removed flow's target and forgets the flow: the
-// explicit opt-in (--allow-destructive) for what a removed flow leaves.
+// explicit opt-in (--drop-removed) for what a removed flow leaves. A
+// protected one is refused: its guard is relaxed by deploying that first.
 func (r *Runner) DropRemoved(ctx context.Context, rm Removed) (err error) {
+	if rm.Protected {
+		return refuse("flow %s is kept: %s", rm.Flow, rm.KeptBecause(true))
+	}
 	defer func() {
 		rels := append([]lockedRel{{role: "target", name: rm.Target, sql: rm.Target}}, stateRels...)
 		err = lockTimeout(ctx, r.db, "", rels, r.opts.LockTimeout, "nothing was dropped", err)

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultBatchDays is the batch size of a backfill that names none.
-const DefaultBatchDays = 30
+const DefaultBatchDays = compile.DefaultBatchDays
 
 // BackfillJob is one backfill file to apply.
 type BackfillJob struct {
@@ -320,17 +320,10 @@ func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if job.Flow.PartitionBy == "" || job.Flow.Table.Column(job.Flow.PartitionBy).Type.Base != "date" {
-		return []string{where.Root.CEL()}, nil
-	}
 	if job.KeepWindow {
 		window = nil
 	}
-	batches, ok := predicate.Batches(where, window, job.Flow.PartitionBy, days)
-	if !ok {
-		return []string{where.Root.CEL()}, nil
-	}
-	return batches, nil
+	return job.Flow.Batches(where, window, days), nil
 }
 
 func (r *Runner) startBackfill(ctx context.Context, job *BackfillJob) error {

@@ -3,9 +3,13 @@ package run
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
@@ -20,14 +24,33 @@ import (
 type deployedGuards struct {
 	mu     sync.Mutex
 	id     int64
-	guards map[string]bool
+	guards *guardSet
+}
+
+// guardSet is the flows a deployment's snapshot defines with
+// reset_allowed: false; all of them when the snapshot no longer loads,
+// since it can no longer say which flows it guards.
+type guardSet struct {
+	flows      map[string]bool
+	unreadable bool
+}
+
+func (g *guardSet) protects(flow string) bool {
+	return g != nil && (g.unreadable || g.flows[flow])
+}
+
+// apply sets st's deployed guard.
+func (g *guardSet) apply(st *compile.FlowState, flow string) {
+	st.DeployedProtected = g.protects(flow)
+	st.DeployedUnreadable = g != nil && g.unreadable
 }
 
 // protectedFlows returns the flows whose definition in the snapshot of
-// the last deployment has reset_allowed: false. The snapshot is what
-// `rwc apply` deployed, so an edit to the spec that was not deployed (not
-// even committed: --allow-dirty) cannot relax a guard (compile.Flow.Protected).
-func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (map[string]bool, error) {
+// the last deployment has reset_allowed: false (nil: nothing deployed). The
+// snapshot is what `rwc apply` deployed, so an edit to the spec that was not
+// deployed (not even committed: --allow-dirty) cannot relax a guard
+// (compile.Flow.Protected).
+func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (*guardSet, error) {
 	id, _, specs, err := lastDeployment(ctx, q)
 	if err != nil || specs == nil {
 		return nil, err
@@ -40,19 +63,19 @@ func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (map[
 	return cache.guards, nil
 }
 
-// guardsOf reads a deployment's snapshot: the flows it defines with
-// reset_allowed: false.
-func guardsOf(specs map[string]string) map[string]bool {
-	guards := map[string]bool{}
-	p, _ := spec.Load(diff.Snapshot(specs), "")
+// guardsOf reads a deployment's snapshot.
+func guardsOf(specs map[string]string) *guardSet {
+	g := &guardSet{flows: map[string]bool{}}
+	p, ds := spec.Load(diff.Snapshot(specs), "")
+	g.unreadable = ds.HasErrors()
 	for _, pl := range p.Pipelines {
 		for _, t := range pl.Tables {
 			if !t.ResetAllowed {
-				guards[t.Name] = true
+				g.flows[t.Name] = true
 			}
 		}
 	}
-	return guards
+	return g
 }
 
 // lossRefusal is the refusal of a refresh of a protected flow whose DELETE
@@ -76,7 +99,7 @@ const (
 // started makes no "changed" file of it. Each batch counts again in its
 // own transaction, which is what decides.
 func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillStatus) error {
-	if job.AllowLoss {
+	if job.AllowLoss || r.opts.AllowLoss {
 		return nil
 	}
 	var cels []string
@@ -117,11 +140,11 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 	if err != nil || !f.Protected(fs) {
 		return err
 	}
-	preds, err := r.resolveAll(f, cels)
+	counts, err := f.LossCounts(cels, predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	lost, err := LostRows(ctx, r.db, f, preds, r.opts.StatementTimeout)
+	lost, err := CountLost(ctx, r.db, f, counts, r.opts.StatementTimeout)
 	if err != nil {
 		return lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "nothing was changed", err)
 	}
@@ -131,31 +154,14 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 	return lossRefusal(f, fs, lost, what, allow)
 }
 
-// resolveAll compiles and resolves batch predicates (CEL) of f.
-func (r *Runner) resolveAll(f *compile.Flow, cels []string) ([]*predicate.Predicate, error) {
-	var out []*predicate.Predicate
-	for _, cel := range cels {
-		p, issues := f.CompilePredicate(cel)
-		if len(issues) > 0 {
-			return nil, fmt.Errorf("%s: %s", cel, issues[0].Message)
-		}
-		resolved, err := p.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, resolved)
-	}
-	return out, nil
-}
-
 // LossCountTimeout bounds a loss count outside a refresh (a plan's, or
 // the check before a backfill) when no --statement-timeout is given.
 const LossCountTimeout = 30 * time.Second
 
-// countLost runs a refresh's CountLost in tx. A lock timeout is no fault
-// of the query's, and is not placed in it.
-func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements) (int64, error) {
-	rows, done, err := userRows(ctx, tx, s.CountLost)
+// countLost runs a loss count (Statements.CountLost, Flow.WindowLoss) in
+// tx. A lock timeout is no fault of the query's, and is not placed in it.
+func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, count string) (int64, error) {
+	rows, done, err := userRows(ctx, tx, count)
 	if isLockTimeout(err) {
 		return 0, err
 	}
@@ -175,14 +181,54 @@ func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.State
 	return n, nil
 }
 
+// guardLoss counts, in the refresh's snapshot before its DELETE, the rows
+// a refresh of a protected flow would delete and not give back: an
+// override's (a backfill batch, --where), or a window refresh's where its
+// window reaches beyond the last one's. It refuses the refresh when there
+// are any, unless the loss is allowed: the count is exactly what the write
+// would lose.
+func (r *Runner) guardLoss(ctx context.Context, tx *sql.Tx, req Request, st compile.FlowState, stmts compile.Statements, created bool, window *predicate.Predicate) (int64, error) {
+	f := req.Flow
+	if created || !f.Protected(st) {
+		return 0, nil
+	}
+	count, what := stmts.CountLost, "this refresh of "+diag.Visible(stmts.PredicateCEL)
+	if req.Mode == Window {
+		count, what = f.WindowLoss(st, window), widenedWhat(st, window)
+	}
+	if count == "" {
+		return 0, nil
+	}
+	lost, err := countLost(ctx, tx, f, count)
+	if err != nil || lost == 0 {
+		return lost, err
+	}
+	if !req.AllowLoss && !r.opts.AllowLoss {
+		allow := allowLossFlag
+		if req.Backfill != nil {
+			allow = allowLossRest
+		}
+		return lost, lossRefusal(f, st, lost, what, allow)
+	}
+	fmt.Fprintf(r.opts.Log, "%s: deletes %d rows it cannot give back, for good (allowed)\n", f.Name(), lost)
+	return lost, nil
+}
+
+// widenedWhat names a window refresh that reaches beyond the last window,
+// for lossRefusal.
+func widenedWhat(st compile.FlowState, window *predicate.Predicate) string {
+	return fmt.Sprintf("this refresh of its window %s, wider than the last refresh's %s,",
+		diag.Visible(window.Root.CEL()), diag.Visible(st.PredicateCEL))
+}
+
 // flowGuard reads what decides whether f is protected: its state, with
 // the deployed definition's guard.
 func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowState, error) {
 	st, err := loadFlowState(ctx, r.db, f.Name())
 	if err == nil {
-		var guards map[string]bool
+		var guards *guardSet
 		if guards, err = protectedFlows(ctx, r.db, &r.guards); err == nil {
-			st.DeployedProtected = guards[f.Name()]
+			guards.apply(&st.FlowState, f.Name())
 		}
 	}
 	if err != nil {
@@ -191,13 +237,13 @@ func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowSt
 	return st.FlowState, nil
 }
 
-// LostRows counts, in one read-only snapshot, the rows that overrides of f
-// with the resolved predicates would delete and not give back. A refresh
-// counts again in its own transaction, which is what decides; this is for
-// refusing a backfill before it starts, and for plans. The count runs the
-// query, so it is bounded by timeout (0: LossCountTimeout): a plan must
-// not scan production for long.
-func LostRows(ctx context.Context, db *sql.DB, f *compile.Flow, preds []*predicate.Predicate, timeout time.Duration) (int64, error) {
+// CountLost runs loss counts of f (Statements.CountLost, Flow.WindowLoss)
+// in one read-only snapshot and adds them up. A refresh counts again in its
+// own transaction, which is what decides; this is for refusing an apply or a
+// backfill before it starts, and for plans. The counts run the query, so
+// they are bounded by timeout (0: LossCountTimeout): a plan must not scan
+// production for long.
+func CountLost(ctx context.Context, db *sql.DB, f *compile.Flow, counts []string, timeout time.Duration) (int64, error) {
 	if timeout <= 0 {
 		timeout = LossCountTimeout
 	}
@@ -214,16 +260,84 @@ func LostRows(ctx context.Context, db *sql.DB, f *compile.Flow, preds []*predica
 		return 0, err
 	}
 	var total int64
-	for _, p := range preds {
-		s, err := f.Statements(p, false)
-		if err != nil {
-			return 0, err
-		}
-		n, err := countLost(ctx, tx, f, s)
+	for _, c := range counts {
+		n, err := countLost(ctx, tx, f, c)
 		if err != nil {
 			return 0, err
 		}
 		total += n
 	}
 	return total, nil
+}
+
+// refuseLosses refuses the whole apply, before any flow is refreshed, when
+// a refresh of a protected flow would delete rows it cannot give back and
+// was not allowed to: a window grown onto history, a backfill file's
+// batches (outside the window, which the flow's own refresh recomputes
+// first). Each refresh counts again in its own transaction, which decides;
+// counting here too makes the refusal come before anything changed, not
+// after the flows before it committed. Every refusal is reported at once.
+func (r *Runner) refuseLosses(ctx context.Context, p *compile.Project, jobs []*BackfillJob, ids []BackfillIdentity) error {
+	if r.opts.AllowLoss {
+		return nil
+	}
+	var refused *multierror.Error
+	add := func(err error) error {
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			refused = multierror.Append(refused, err)
+			return nil
+		}
+		return err
+	}
+	for _, f := range p.Flows {
+		if err := add(r.refuseWindowLoss(ctx, f)); err != nil {
+			return err
+		}
+	}
+	for i, j := range jobs {
+		if ids[i].Status == BackfillPending || ids[i].Status == BackfillPartial {
+			if err := add(r.refuseLoss(ctx, j, ids[i].Status)); err != nil {
+				return err
+			}
+		}
+	}
+	if refused == nil {
+		return nil
+	}
+	refused.ErrorFormat = func(errs []error) string {
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = e.Error()
+		}
+		return strings.Join(lines, "\n")
+	}
+	return &Refusal{refused.Error()}
+}
+
+// refuseWindowLoss is refuseLosses for f's own window refresh.
+func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow) error {
+	if f.Predicate == nil {
+		return nil
+	}
+	st, err := r.flowGuard(ctx, f)
+	if err != nil || !f.Protected(st) {
+		return err
+	}
+	window, err := f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+	if err != nil {
+		return err
+	}
+	count := f.WindowLoss(st, window)
+	if count == "" {
+		return nil
+	}
+	lost, err := CountLost(ctx, r.db, f, []string{count}, r.opts.StatementTimeout)
+	if err != nil {
+		return lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "nothing was changed", err)
+	}
+	if lost == 0 {
+		return nil
+	}
+	return lossRefusal(f, st, lost, widenedWhat(st, window), allowLossFlag)
 }

@@ -63,7 +63,7 @@ func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 		}
 	}
 	rows.Close()
-	var guards map[string]bool
+	var guards *guardSet
 	if ps.Specs != nil {
 		guards = guardsOf(ps.Specs)
 	}
@@ -72,7 +72,7 @@ func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 		if err != nil {
 			return ps, err
 		}
-		st.DeployedProtected = guards[name]
+		guards.apply(&st.FlowState, name)
 		ps.Flows[name] = st.FlowState
 	}
 	return ps, rows.Err()

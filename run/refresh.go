@@ -12,7 +12,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
-	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/run/session"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -63,6 +62,10 @@ type Options struct {
 	Log io.Writer
 	// AllowDestructive lets a refresh drop or retype target columns.
 	AllowDestructive bool
+	// AllowLoss lets every refresh of a protected flow (reset_allowed:
+	// false) delete rows its recompute cannot give back (--allow-loss);
+	// Request.AllowLoss lets one.
+	AllowLoss bool
 }
 
 // Runner refreshes flows on one database.
@@ -253,13 +256,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	// The guard: the spec's, or the deployed definition's (read under the
-	// flow's lock, in the refresh's snapshot).
-	if req.Mode != Window {
+	// flow's lock, in the refresh's snapshot). A window refresh deletes only
+	// what its window mirrors, unless the window grew onto history.
+	if req.Mode != Window || f.Widens(st.FlowState, resolved) {
 		guards, err := protectedFlows(ctx, tx, &r.guards)
 		if err != nil {
 			return err
 		}
-		st.DeployedProtected = guards[f.Name()]
+		guards.apply(&st.FlowState, f.Name())
 	}
 	protected := f.Protected(st.FlowState)
 	if req.Mode == Full && protected {
@@ -386,23 +390,8 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
 
-	// An override of a protected flow may not delete what it cannot give
-	// back, unless told to: counted in this snapshot, before the DELETE,
-	// so the count is exactly what the write would lose.
-	if req.Mode == Override && protected && stmts.CountLost != "" {
-		if res.RowsLost, err = countLost(ctx, tx, f, stmts); err != nil {
-			return err
-		}
-		if res.RowsLost > 0 && !req.AllowLoss {
-			allow := allowLossFlag
-			if req.Backfill != nil {
-				allow = allowLossRest
-			}
-			return lossRefusal(f, st.FlowState, res.RowsLost, "this refresh of "+diag.Visible(stmts.PredicateCEL), allow)
-		}
-		if res.RowsLost > 0 {
-			fmt.Fprintf(r.opts.Log, "%s: deletes %d rows it cannot give back, for good (allowed)\n", f.Name(), res.RowsLost)
-		}
+	if res.RowsLost, err = r.guardLoss(ctx, tx, req, st.FlowState, stmts, created, resolved); err != nil {
+		return err
 	}
 
 	if req.Mode == Full {

@@ -129,9 +129,16 @@ computed from moved: the deployment, the spec files, a flow's last refresh.
 A backfill file of a flow with reset_allowed: false (in the spec or as
 deployed) that would delete rows its recompute cannot give back (the query no
 longer yields them: days the sources dropped, DML) is refused, saying how
-many, before it starts, unless the file says allow_loss: true; --allow-loss
-allows it for every backfill file of this apply (for one already started,
-whose file cannot change).`,
+many, unless the file says allow_loss: true; so is a window refresh of such a
+flow whose replace_where now reaches beyond the last refresh's window and would
+delete rows there that its query no longer yields. These are counted before
+anything is changed, and all refusals are reported together. --allow-loss
+allows them for every flow and backfill file of this apply (for a backfill
+already started, whose file cannot change, it is the only way).
+
+--drop-removed drops the targets of flows the specs no longer define, except
+one whose deployed definition has reset_allowed: false: deploy
+reset_allowed: true for it first, then remove it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := specDir(args)
@@ -175,25 +182,24 @@ whose file cannot change).`,
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
 			rep := newBatchReporter(out)
+			opts.AllowLoss = allowLoss
 			runner := run.New(db, opts)
-			jobs := backfillJobs(p, dir, commit)
-			for _, j := range jobs {
-				j.AllowLoss = j.AllowLoss || allowLoss
+			// Listed before the apply, whose deployment no longer has them:
+			// a removed flow keeps the guard it was deployed with.
+			removed, err := runner.RemovedFlows(cmd.Context(), p)
+			if err != nil {
+				return err
 			}
-			_, err = runner.ApplyAll(cmd.Context(), p, dep, jobs,
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, dir, commit),
 				func(r run.Result) { printResult(out, r) }, rep.report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
 				return exitError{1}
 			}
 			// Removed flows last: only a successful apply drops anything.
-			removed, err := runner.RemovedFlows(cmd.Context(), p)
-			if err != nil {
-				return err
-			}
 			for _, rm := range removed {
-				if !dropRemoved {
-					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (rwc apply --drop-removed drops it)\n", rm.Flow, rm.Target)
+				if !dropRemoved || rm.Protected {
+					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (%s)\n", rm.Flow, rm.Target, rm.KeptBecause(dropRemoved))
 					continue
 				}
 				if err := runner.DropRemoved(cmd.Context(), rm); err != nil {
@@ -214,8 +220,8 @@ whose file cannot change).`,
 	}
 	rf.add(cmd, g)
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
-	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
-	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost)")
+	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let refreshes and backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
+	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost), unless deployed with reset_allowed: false")
 	return cmd
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/run"
-	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 type planFlags struct {
@@ -161,8 +160,8 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
-		in.CountLost = func(f *compile.Flow, where *predicate.Predicate) *int64 {
-			n, err := run.LostRows(ctx, db, f, []*predicate.Predicate{where}, 0)
+		in.CountLost = func(f *compile.Flow, counts []string) *int64 {
+			n, err := run.CountLost(ctx, db, f, counts, 0)
 			if err != nil {
 				return nil
 			}

@@ -30,7 +30,10 @@ properties: {reset_allowed: false}.
 On such a table, --where is refused too when its DELETE would remove rows its
 INSERT cannot give back (rows the query no longer yields: days the sources
 dropped, DML, an earlier backfill's), saying how many, and nothing is
-changed; --allow-loss deletes them anyway. A guard counts as the spec has it
+changed; --allow-loss deletes them anyway. So is a refresh of the window when
+the flow's replace_where now reaches beyond the last refresh's window: what
+it newly covers is history, and the rows there its query no longer yields are
+counted the same way. A guard counts as the spec has it
 and as it was deployed: the stricter wins, so an edit not yet deployed cannot
 relax it.
 --explain prints the SQL a refresh would run and changes nothing.
@@ -46,8 +49,8 @@ with uncommitted changes, or outside a git repository, are refused unless
 			if full && where != "" {
 				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
 			}
-			if allowLoss && where == "" {
-				return fmt.Errorf("--allow-loss goes with --where: a refresh of the window keeps what is outside it, and --full is refused on a reset_allowed: false flow whatever the flags")
+			if allowLoss && full {
+				return fmt.Errorf("--allow-loss does not go with --full: --full is refused on a reset_allowed: false flow whatever the flags; use --where to recompute a range")
 			}
 			if !explain {
 				defer g.dialEarly(cmd.Context())()
@@ -123,7 +126,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
-	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "with --where on a reset_allowed: false flow: delete rows the recompute cannot give back")
+	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd, g)
