@@ -12,9 +12,12 @@ import (
 
 // Reason codes of design §1: why a refresh is not incremental.
 const (
-	ReasonFirstRefresh          = "FIRST_REFRESH"
-	ReasonQueryChanged          = "QUERY_CHANGED"
-	ReasonExternalChange        = "EXTERNAL_CHANGE_IN_REPLACE_WINDOW"
+	ReasonFirstRefresh   = "FIRST_REFRESH"
+	ReasonQueryChanged   = "QUERY_CHANGED"
+	ReasonExternalChange = "EXTERNAL_CHANGE_IN_REPLACE_WINDOW"
+	// ReasonNotDeterministic is retired: replace_where refuses rand()
+	// (RW211) since a refresh's DELETE and INSERT would draw differently.
+	// Event logs of earlier refreshes may hold it.
 	ReasonNotDeterministic      = "REPLACE_WHERE_NOT_DETERMINISTIC"
 	ReasonPriorNotDeterministic = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
 	ReasonPriorPredicateMissing = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
@@ -174,9 +177,6 @@ func (f *Flow) Decide(st FlowState, window *predicate.Predicate) Decision {
 	fp := f.Fingerprint()
 	if st.QueryFingerprint != fp || len(d.Columns) > 0 {
 		add(ReasonQueryChanged)
-	}
-	if f.Predicate.Determinism == predicate.NonDeterministic {
-		add(ReasonNotDeterministic)
 	}
 	if st.Determinism == predicate.NonDeterministic.String() {
 		add(ReasonPriorNotDeterministic)

@@ -7,12 +7,20 @@ import (
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
+// example is a column to show in a predicate's hint.
+func example(f *Flow) string {
+	if f.PartitionBy != "" {
+		return f.PartitionBy
+	}
+	return "event_date"
+}
+
 func predicateWarnings(f *Flow) diag.List {
 	var ds diag.List
 	t, p := f.Table, f.Predicate
 	if p.Determinism == predicate.NonDeterministic {
-		ds.Warnf("RW211", t.ReplaceWhere.Pos, "use a predicate on the table's columns and fixed or temporal values",
-			"the predicate is non-deterministic (rand()): every refresh recomputes a different window and never refreshes incrementally (REPLACE_WHERE_NOT_DETERMINISTIC)")
+		ds.Errorf("RW211", t.ReplaceWhere.Pos, "use a predicate on the table's columns and fixed or temporal values, e.g. "+example(f)+" >= date_add(current_date(), -7)",
+			"the window uses rand(): a refresh's DELETE and its INSERT each evaluate it and would draw differently, deleting rows it does not insert again and inserting rows it did not delete")
 	}
 	if cols := movingUpperBounds(p.Root, false); len(cols) > 0 {
 		ds.Warnf("RW212", t.ReplaceWhere.Pos, "bound the window from below only, e.g. "+cols[0]+" >= date_add(current_date(), -7); rows newer than today are then inside it anyway",

@@ -21,7 +21,6 @@ import (
 const (
 	FirstRefresh          = compile.ReasonFirstRefresh
 	QueryChanged          = compile.ReasonQueryChanged
-	NotDeterministic      = compile.ReasonNotDeterministic
 	PriorNotDeterministic = compile.ReasonPriorNotDeterministic
 	PriorPredicateMissing = compile.ReasonPriorPredicateMissing
 	Backfill              = compile.ReasonBackfill
@@ -202,7 +201,9 @@ func fullRefusal(f *compile.Flow, st compile.FlowState) error {
 
 func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	f := req.Flow
-	if f.Predicate == nil || f.Query == nil {
+	// rand() in the window is RW211: its DELETE and INSERT would draw
+	// differently. Checked here too, for a flow that did not pass lint.
+	if f.Predicate == nil || f.Query == nil || (req.Mode != Override && f.Predicate.Determinism == predicate.NonDeterministic) {
 		return refuse("flow %s has lint errors; run rwc lint", f.Name())
 	}
 	if req.Mode == Full && !f.Table.ResetAllowed {
