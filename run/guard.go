@@ -51,15 +51,21 @@ func (g *guardSet) apply(st *compile.FlowState, flow string) {
 // deployed (not even committed: --allow-dirty) cannot relax a guard
 // (compile.Flow.Protected).
 func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (*guardSet, error) {
-	id, _, specs, err := lastDeployment(ctx, q)
-	if err != nil || specs == nil {
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM rwc.deployments`).Scan(&id)
+	if err != nil || id == 0 {
 		return nil, err
 	}
 	cache.mu.Lock()
 	defer cache.mu.Unlock()
-	if cache.guards == nil || cache.id != id {
-		cache.id, cache.guards = id, guardsOf(specs)
+	if cache.guards != nil && cache.id == id {
+		return cache.guards, nil
 	}
+	id, _, specs, err := lastDeployment(ctx, q)
+	if err != nil || specs == nil {
+		return nil, err
+	}
+	cache.id, cache.guards = id, guardsOf(specs)
 	return cache.guards, nil
 }
 
@@ -290,8 +296,12 @@ func (r *Runner) refuseLosses(ctx context.Context, p *compile.Project, jobs []*B
 		}
 		return err
 	}
+	guards, err := protectedFlows(ctx, r.db, &r.guards)
+	if err != nil {
+		return err
+	}
 	for _, f := range p.Flows {
-		if err := add(r.refuseWindowLoss(ctx, f)); err != nil {
+		if err := add(r.refuseWindowLoss(ctx, f, guards)); err != nil {
 			return err
 		}
 	}
@@ -316,14 +326,16 @@ func (r *Runner) refuseLosses(ctx context.Context, p *compile.Project, jobs []*B
 }
 
 // refuseWindowLoss is refuseLosses for f's own window refresh.
-func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow) error {
-	if f.Predicate == nil {
+func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow, guards *guardSet) error {
+	if f.Predicate == nil || (f.Table.ResetAllowed && !guards.protects(f.Name())) {
 		return nil
 	}
-	st, err := r.flowGuard(ctx, f)
-	if err != nil || !f.Protected(st) {
+	fs, err := loadFlowState(ctx, r.db, f.Name())
+	if err != nil {
 		return err
 	}
+	guards.apply(&fs.FlowState, f.Name())
+	st := fs.FlowState
 	window, err := f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
 	if err != nil {
 		return err
