@@ -396,7 +396,8 @@ type LedgerEntry struct {
 }
 
 // Ledger lists every backfill rwc has started, oldest first.
-func Ledger(ctx context.Context, db *sql.DB) ([]LedgerEntry, error) {
+func Ledger(ctx context.Context, db *sql.DB) (_ []LedgerEntry, err error) {
+	defer func() { err = lockTimeout(ctx, db, "the backfill ledger", stateRels, 0, "nothing was read", err) }()
 	rows, err := db.QueryContext(ctx, `SELECT b.path, b.flow, b.reason, coalesce(b.commit, ''), count(x.batch), count(x.committed_at),
 			b.rows_deleted, b.rows_inserted, b.started_at, b.finished_at
 		FROM rwc.backfills b LEFT JOIN rwc.backfill_batches x ON x.path = b.path

@@ -19,7 +19,8 @@ type ColumnCoverage struct {
 
 // Coverage replays the flow's successful refreshes: each filled the
 // columns it recorded over its window's range on the partition column.
-func Coverage(ctx context.Context, db *sql.DB, f *compile.Flow) ([]ColumnCoverage, error) {
+func Coverage(ctx context.Context, db *sql.DB, f *compile.Flow) (_ []ColumnCoverage, err error) {
+	defer func() { err = lockTimeout(ctx, db, "the event log", stateRels, 0, "nothing was read", err) }()
 	if f.PartitionBy == "" {
 		return nil, nil
 	}

@@ -193,3 +193,37 @@ func TestLossCheckLockTimeout(t *testing.T) {
 		}
 	}
 }
+
+// rwc status and rwc events only read, but rwc's state locked by another
+// session (an ALTER, a DROP) makes them wait too: --lock-timeout bounds
+// that, and the message names the table and the session holding it.
+func TestLockTimeoutStatusAndEvents(t *testing.T) {
+	t.Parallel()
+	e, dir := appliedWhole(t, wholeSpec)
+	for _, tc := range []struct{ table, cmd string }{
+		{"rwc.deployments", "status"}, {"rwc.events", "events"}, {"rwc.backfills", "status"},
+	} {
+		t.Run(tc.cmd+" "+tc.table, func(t *testing.T) {
+			pid, release := lockHolder(t, e, `LOCK TABLE `+tc.table+` IN ACCESS EXCLUSIVE MODE`)
+			started := time.Now()
+			args := []string{tc.cmd, "--lock-timeout", "500ms"}
+			if tc.cmd == "status" {
+				args = append(args, "--specs", dir)
+			}
+			code, out := runRWC(t, e.dsn, args...)
+			took := time.Since(started)
+			release()
+			if code == 0 || took > 5*time.Second {
+				t.Fatalf("rwc %s with %s locked: exit %d after %s, want a failure within about 500ms:\n%s", tc.cmd, tc.table, code, took, out)
+			}
+			for _, w := range []string{"state table " + tc.table, fmt.Sprintf("pid %d", pid), "500ms"} {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "pq:") {
+				t.Errorf("output has the driver's words:\n%s", out)
+			}
+		})
+	}
+}

@@ -29,7 +29,8 @@ type Event struct {
 }
 
 // Events returns the refresh log, oldest first, for one flow or all ("").
-func Events(ctx context.Context, db *sql.DB, flow string, limit int) ([]Event, error) {
+func Events(ctx context.Context, db *sql.DB, flow string, limit int) (_ []Event, err error) {
+	defer func() { err = lockTimeout(ctx, db, "the event log", stateRels, 0, "nothing was read", err) }()
 	rows, err := db.QueryContext(ctx, `SELECT * FROM (
 		SELECT id, flow, kind, action, reasons, coalesce(predicate_cel, ''), coalesce(predicate_sql, ''),
 			coalesce(rows_deleted, 0), coalesce(rows_inserted, 0), started_at, duration_ms, coalesce(error, ''),
@@ -114,11 +115,12 @@ type Status struct {
 }
 
 // ReadStatus reads the state.
-func ReadStatus(ctx context.Context, db *sql.DB) (Status, error) {
+func ReadStatus(ctx context.Context, db *sql.DB) (_ Status, err error) {
+	defer func() { err = lockTimeout(ctx, db, "rwc's state", stateRels, 0, "nothing was read", err) }()
 	var s Status
 	var commit, by sql.NullString
 	var at sql.NullTime
-	err := db.QueryRowContext(ctx, `SELECT commit, dirty, deployed_at, deployed_by FROM rwc.deployments ORDER BY id DESC LIMIT 1`).
+	err = db.QueryRowContext(ctx, `SELECT commit, dirty, deployed_at, deployed_by FROM rwc.deployments ORDER BY id DESC LIMIT 1`).
 		Scan(&commit, &s.Dirty, &at, &by)
 	if err != nil && err != sql.ErrNoRows {
 		return s, err

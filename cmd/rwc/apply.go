@@ -37,6 +37,13 @@ func (rf *runFlags) add(cmd *cobra.Command, g *globals) {
 	cmd.Flags().BoolVar(&rf.allowDestructive, "allow-destructive", false, "allow dropping and retyping target columns")
 }
 
+// addReadLockTimeout is --lock-timeout for a command that only reads: its
+// statements wait that long for a lock (a table an ALTER or a DROP holds)
+// before rwc gives up, naming the table and the holder.
+func addReadLockTimeout(cmd *cobra.Command, g *globals) {
+	cmd.Flags().DurationVar(&g.lockTimeout, "lock-timeout", run.DefaultLockTimeout, "how long any statement waits for a lock before rwc gives up, naming the table and the session holding it")
+}
+
 func (rf *runFlags) options(log io.Writer) (run.Options, error) {
 	zone, err := time.LoadLocation(rf.timezone)
 	if err != nil {

@@ -86,7 +86,7 @@ something did, 1 on errors.`,
 	cmd.Flags().StringVar(&pf.base, "base", "", "diff against the specs at git revision `REV` instead of the deployed state")
 	cmd.Flags().StringVar(&pf.at, "at", "", "resolve current_date()/current_timestamp() at `TIME` (2026-12-01 or RFC 3339) instead of now")
 	cmd.Flags().StringVar(&pf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read")
-	cmd.Flags().DurationVar(&g.lockTimeout, "lock-timeout", run.DefaultLockTimeout, "how long any statement waits for a lock before rwc gives up (a target locked that long gets no row estimate)")
+	addReadLockTimeout(cmd, g)
 	cmd.Flags().BoolVar(&pf.noDatabase, "no-database", false, "plan without a database, against --base REV or from nothing, even in CI or with RWC_DATABASE_URL set")
 	cmd.Flags().BoolVar(&pf.detailed, "detailed-exitcode", false, "exit 2 when the plan has definition changes, 0 when it has none")
 	return cmd

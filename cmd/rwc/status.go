@@ -99,6 +99,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs (for per-column coverage)")
+	addReadLockTimeout(cmd, g)
 	return cmd
 }
 
@@ -198,6 +199,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().IntVar(&limit, "limit", 100, "show at most this many of the latest events")
+	addReadLockTimeout(cmd, g)
 	return cmd
 }
 
