@@ -26,11 +26,6 @@ type Flow struct {
 	PartitionBy string
 	// DependsOn are the flows whose targets this flow's query reads.
 	DependsOn []*Flow
-	// NoPushdown is set by the runner when the query's output types for
-	// the predicate's columns differ from the target's: the predicate then
-	// means something else on the sources, so it is applied only outside.
-	NoPushdown bool
-
 	fingerprintOnce sync.Once
 	fingerprint     string
 }

@@ -161,7 +161,7 @@ type Decision struct {
 // Decide classifies an ordinary refresh of f given its state and the window
 // it will use now (resolved). Plans and the runner both call it, so a plan
 // predicts exactly what apply records.
-func (f *Flow) Decide(st FlowState, window *predicate.Predicate) Decision {
+func (f *Flow) Decide(st FlowState, window *predicate.Predicate, obs Observation) Decision {
 	d := Decision{Reasons: []string{}}
 	add := func(r string) { d.Reasons = append(d.Reasons, r) }
 	if !st.Found || !st.LastRefreshed {
@@ -188,7 +188,7 @@ func (f *Flow) Decide(st FlowState, window *predicate.Predicate) Decision {
 	case !predicate.Contains(prior, window):
 		add(ReasonStaleTargetData)
 	}
-	if !f.Incremental() {
+	if !f.Incremental() || len(obs.Mismatches) > 0 {
 		add(ReasonCannotPushPredicate)
 	}
 	if len(d.Reasons) == 0 {

@@ -30,8 +30,10 @@ type Plan struct {
 	Flows         []FlowPlan     `json:"flows"`
 	Backfills     []BackfillPlan `json:"backfills"`
 	Diagnostics   diag.List      `json:"diagnostics"`
-	Summary       PlanSummary    `json:"summary"`
-	Basis         Fingerprints   `json:"basis"`
+	// Assumed: what the plan assumed because it could not observe it.
+	Assumed []string     `json:"assumed,omitempty"`
+	Summary PlanSummary  `json:"summary"`
+	Basis   Fingerprints `json:"basis"`
 }
 
 // Rev names one side of the diff.
@@ -131,11 +133,64 @@ type PlanInput struct {
 	// ledger's name for that one ("" otherwise); nil (no database): files
 	// already in Base count as applied, others pending.
 	BackfillStatus func(b *Backfill) (status, renamedFrom string)
+	// Observe reads what f's statements depend on (nil: no database; the
+	// plan assumes the zero Observation and says so). Called from several
+	// goroutines at once, and more than once for a flow.
+	Observe func(f *Flow) (Observation, error)
 	// CountLost runs loss counts of f (Flow.WindowLoss, Flow.BatchLoss)
 	// and adds them up (nil: unknown); nil: not counted. Called for
 	// protected flows only.
 	CountLost func(f *Flow, counts []string) *int64
 }
+
+// observe is in.Observe for f, noting on fp (when not nil) what it found
+// or that it could not look.
+func (in PlanInput) observe(f *Flow, fp *FlowPlan) Observation {
+	if in.Observe == nil {
+		return Observation{}
+	}
+	obs, err := in.Observe(f)
+	if fp == nil {
+		return obs
+	}
+	if err != nil {
+		fp.Notes = append(fp.Notes, "could not check the query's output types against the target's ("+err.Error()+"): planned as if they agree")
+	}
+	for _, m := range obs.Mismatches {
+		fp.Notes = append(fp.Notes, m.String())
+	}
+	return obs
+}
+
+// onceEach makes observe look at each flow once.
+func onceEach(observe func(*Flow) (Observation, error)) func(*Flow) (Observation, error) {
+	if observe == nil {
+		return nil
+	}
+	type seen struct {
+		obs Observation
+		err error
+	}
+	var mu sync.Mutex
+	cache := map[*Flow]*seen{}
+	return func(f *Flow) (Observation, error) {
+		mu.Lock()
+		s, ok := cache[f]
+		mu.Unlock()
+		if !ok {
+			obs, err := observe(f)
+			s = &seen{obs, err}
+			mu.Lock()
+			cache[f] = s
+			mu.Unlock()
+		}
+		return s.obs, s.err
+	}
+}
+
+// NoDatabaseAssumption is what a plan without a database assumes of what
+// rwc apply observes first.
+const NoDatabaseAssumption = "planned without a database: each query's output types are assumed to agree with its target's columns (rwc apply checks them; where they differ, the window is applied after the query only and the refresh is not incremental)"
 
 // RenamedBackfillHint says how to resolve RW501 for file, read as the
 // applied backfill file entry (the ledger's name for it) renamed and edited.
@@ -153,6 +208,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	rc := predicate.Resolution{Now: in.At, Zone: zone}
 	p := &Plan{FormatVersion: PlanFormatVersion, At: in.At.UTC(), Timezone: zone.String(), Base: in.BaseRev, Head: in.HeadRev,
 		Diagnostics: diag.List{}, Basis: in.Basis, Backfills: []BackfillPlan{}}
+	in.Observe = onceEach(in.Observe)
 	p.Basis.Specs = SpecsHash(in.Head)
 	p.Basis.SpecFiles = FileHashes(in.Head)
 	flows, err := planFlows(in, rc)
@@ -160,6 +216,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		return nil, err
 	}
 	p.Flows = flows
+	if in.Observe == nil {
+		p.Assumed = append(p.Assumed, NoDatabaseAssumption)
+	}
 	if in.Base != nil {
 		for _, old := range in.Base.Flows {
 			if in.Head.Flow(old.Name()) == nil {
@@ -239,7 +298,8 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if err != nil {
 		return fp, err
 	}
-	stmts, err := f.Statements(window, false)
+	obs := in.observe(f, &fp)
+	stmts, err := f.Statements(window, false, obs)
 	if err != nil {
 		return fp, err
 	}
@@ -257,7 +317,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	var dec Decision
 	switch {
 	case haveState:
-		dec = f.Decide(st, window)
+		dec = f.Decide(st, window, obs)
 	case old == nil:
 		dec = Decision{Action: ActionCreate, Reasons: []string{ReasonFirstRefresh}}
 	default:
@@ -268,7 +328,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		if oldWindow, err := old.Predicate.Resolve(rc); err == nil {
 			st.PredicateCEL = oldWindow.Root.CEL()
 		}
-		dec = f.Decide(st, window)
+		dec = f.Decide(st, window, obs)
 	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
 	if dec.Action == ActionCreate && !(haveState && st.Found) {
@@ -291,7 +351,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if dec.Action == ActionIncremental {
 		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
 	}
-	if count := f.WindowLoss(st, window); haveState && count != "" && in.CountLost != nil {
+	if count := f.WindowLoss(st, window, obs); haveState && count != "" && in.CountLost != nil {
 		fp.SQL = append(fp.SQL, count)
 		fp.RowsLost = in.CountLost(f, []string{count})
 	}
@@ -406,13 +466,13 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 		// What rwc apply counts before it starts the file: its batches
 		// outside the window, which the flow's own refresh recomputes first.
 		if window, err := b.Flow.Predicate.Resolve(rc); err == nil {
-			if counts, err := b.Flow.BatchLoss(where, window, b.BatchDays(), rc); err == nil {
+			if counts, err := b.Flow.BatchLoss(where, window, b.BatchDays(), rc, in.observe(b.Flow, nil)); err == nil {
 				bp.RowsLost = in.CountLost(b.Flow, counts)
 			}
 		}
 	}
 	if in.Estimate != nil {
-		if s, err := b.Flow.Statements(where, false); err == nil {
+		if s, err := b.Flow.Statements(where, false, in.observe(b.Flow, nil)); err == nil {
 			bp.EstimatedRows = in.Estimate(b.Flow, s)
 		}
 	}

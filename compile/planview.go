@@ -93,6 +93,9 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		}
 		fmt.Fprintf(w, "      reason: %s\n", diag.Visible(b.Reason))
 	}
+	for _, a := range p.Assumed {
+		fmt.Fprintf(w, "\n%s %s\n", paint("33", "assumed:"), a)
+	}
 	if len(p.Diagnostics) > 0 {
 		fmt.Fprintln(w)
 		for _, d := range p.Diagnostics {
@@ -167,6 +170,9 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 		for _, d := range p.Diagnostics {
 			fmt.Fprintf(&b, "- **%s %s** %s: %s\n", d.Severity, d.Code, mdCode(d.Pos.String()), mdText(d.Message))
 		}
+	}
+	for _, a := range p.Assumed {
+		fmt.Fprintf(&b, "\n_Assumed: %s._\n", mdText(a))
 	}
 	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
 	for _, f := range p.Flows {

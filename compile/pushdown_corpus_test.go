@@ -29,7 +29,7 @@ func TestCorpusPushdownSurvivesDeparse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := f.Statements(r, false)
+			s, err := f.Statements(r, false, Observation{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,9 +53,30 @@ func (f *Flow) Target() string {
 	return pq.QuoteIdentifier(f.Table.Pipeline.Schema) + "." + pq.QuoteIdentifier(f.Table.Name)
 }
 
+// Observation is what rwc reads of the database before it renders a
+// flow's statements, which depend on it: a refresh observes in its own
+// transaction, a plan with a database in a read-only one, and a plan
+// without one assumes the zero value (and says so).
+type Observation struct {
+	// Mismatches are the predicate's columns that the query outputs with
+	// another type than the target stores (a timestamp into a date
+	// column): the predicate means something else on the sources, so it is
+	// applied after the query only, and what changed cannot be read from
+	// the sources' rows either.
+	Mismatches []TypeMismatch
+}
+
+// TypeMismatch is one predicate column whose query type is not the
+// target's.
+type TypeMismatch struct{ Column, Query, Target string }
+
+func (m TypeMismatch) String() string {
+	return fmt.Sprintf("the query outputs %s as %s, the target stores %s: the window is applied after the query only", m.Column, m.Query, m.Target)
+}
+
 // Statements renders a refresh of f with the resolved predicate p: the
 // flow's own window, or a backfill's. full truncates instead of deleting.
-func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error) {
+func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (Statements, error) {
 	where, err := p.SQL(nil)
 	if err != nil {
 		return Statements{}, err
@@ -75,7 +96,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 		CreateTable:  fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
 		CountOutside: fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}
-	src, pushed := f.pushedQuery(p)
+	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed
 	list := strings.Join(cols, ", ")
 	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p.Columns, src), where)
@@ -96,7 +117,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool) (Statements, error)
 // reset_allowed: false protects. "" when f is not protected or the window
 // widens nothing, or the last window is not known (the whole window is
 // recomputed then, and the state has nothing to compare with).
-func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate) string {
+func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate, obs Observation) string {
 	prior, ok := f.widenedFrom(st, window)
 	if !ok || !f.Protected(st) {
 		return ""
@@ -113,7 +134,7 @@ func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate) string {
 			cols = append(cols, c)
 		}
 	}
-	src, _ := f.pushedQuery(window)
+	src, _ := f.pushedQuery(window, obs)
 	return f.countLost(cols, src, fmt.Sprintf("(%s) AND %s", newSQL, predicate.Complement(priorSQL)))
 }
 
@@ -135,13 +156,13 @@ func (f *Flow) Batches(where, window *predicate.Predicate, days int) []string {
 // with where run as a backfill's batches outside window: what rwc apply
 // counts before it starts a backfill file of a protected flow, and so what
 // a plan shows.
-func (f *Flow) BatchLoss(where, window *predicate.Predicate, days int, rc predicate.Resolution) ([]string, error) {
-	return f.LossCounts(f.Batches(where, window, days), rc)
+func (f *Flow) BatchLoss(where, window *predicate.Predicate, days int, rc predicate.Resolution, obs Observation) ([]string, error) {
+	return f.LossCounts(f.Batches(where, window, days), rc, obs)
 }
 
 // LossCounts is the loss counts (Statements.CountLost) of overrides of f
 // with the batch predicates cels, resolved at rc.
-func (f *Flow) LossCounts(cels []string, rc predicate.Resolution) ([]string, error) {
+func (f *Flow) LossCounts(cels []string, rc predicate.Resolution, obs Observation) ([]string, error) {
 	var counts []string
 	for _, cel := range cels {
 		p, issues := f.CompilePredicate(cel)
@@ -152,7 +173,7 @@ func (f *Flow) LossCounts(cels []string, rc predicate.Resolution) ([]string, err
 		if err != nil {
 			return nil, err
 		}
-		s, err := f.Statements(resolved, false)
+		s, err := f.Statements(resolved, false, obs)
 		if err != nil {
 			return nil, err
 		}
@@ -221,12 +242,12 @@ func (f *Flow) typedSource(cols []string, src string) string {
 // a join's equality, so each member of the column's equivalence class gets
 // its own copy. When the predicate cannot be pushed, the query is used as
 // written and the outer WHERE alone selects the window.
-func (f *Flow) pushedQuery(p *predicate.Predicate) (string, []string) {
+func (f *Flow) pushedQuery(p *predicate.Predicate, obs Observation) (string, []string) {
 	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
 	if f.Query != nil {
 		q = f.Query.Body
 	}
-	if f.Query == nil || p.Determinism == predicate.NonDeterministic || f.NoPushdown {
+	if f.Query == nil || p.Determinism == predicate.NonDeterministic || len(obs.Mismatches) > 0 {
 		return q, nil
 	}
 	var conds, pushed []string

@@ -146,7 +146,11 @@ func (r *Runner) checkLoss(ctx context.Context, f *compile.Flow, cels []string, 
 	if err != nil || !f.Protected(fs) {
 		return err
 	}
-	counts, err := f.LossCounts(cels, predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
+	obs, err := Observe(ctx, r.db, f, r.opts.StatementTimeout)
+	if err != nil {
+		return lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "nothing was changed", err)
+	}
+	counts, err := f.LossCounts(cels, predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}, obs)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -193,14 +197,14 @@ func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, count string) (
 // window reaches beyond the last one's. It refuses the refresh when there
 // are any, unless the loss is allowed: the count is exactly what the write
 // would lose.
-func (r *Runner) guardLoss(ctx context.Context, tx *sql.Tx, req Request, st compile.FlowState, stmts compile.Statements, created bool, window *predicate.Predicate) (int64, error) {
+func (r *Runner) guardLoss(ctx context.Context, tx *sql.Tx, req Request, st compile.FlowState, stmts compile.Statements, created bool, window *predicate.Predicate, obs compile.Observation) (int64, error) {
 	f := req.Flow
 	if created || !f.Protected(st) {
 		return 0, nil
 	}
 	count, what := stmts.CountLost, "this refresh of "+diag.Visible(stmts.PredicateCEL)
 	if req.Mode == Window {
-		count, what = f.WindowLoss(st, window), widenedWhat(st, window)
+		count, what = f.WindowLoss(st, window, obs), widenedWhat(st, window)
 	}
 	if count == "" {
 		return 0, nil
@@ -250,17 +254,11 @@ func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowSt
 // they are bounded by timeout (0: LossCountTimeout): a plan must not scan
 // production for long.
 func CountLost(ctx context.Context, db *sql.DB, f *compile.Flow, counts []string, timeout time.Duration) (int64, error) {
-	if timeout <= 0 {
-		timeout = LossCountTimeout
-	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	tx, err := readOnly(ctx, db, timeout)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL statement_timeout = %d; %s", timeout.Milliseconds(), session.Reassert)); err != nil {
-		return 0, err
-	}
 	var exists bool
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, f.Target()).Scan(&exists); err != nil || !exists {
 		return 0, err
@@ -274,6 +272,23 @@ func CountLost(ctx context.Context, db *sql.DB, f *compile.Flow, counts []string
 		total += n
 	}
 	return total, nil
+}
+
+// readOnly begins a read-only snapshot whose statements are bounded by
+// timeout (0: LossCountTimeout), read with the parser's settings.
+func readOnly(ctx context.Context, db *sql.DB, timeout time.Duration) (*sql.Tx, error) {
+	if timeout <= 0 {
+		timeout = LossCountTimeout
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL statement_timeout = %d; %s", timeout.Milliseconds(), session.Reassert)); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
 // refuseLosses refuses the whole apply, before any flow is refreshed, when
@@ -340,11 +355,14 @@ func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow, guards *
 	if err != nil {
 		return err
 	}
-	count := f.WindowLoss(st, window)
-	if count == "" {
-		return nil
+	if f.WindowLoss(st, window, compile.Observation{}) == "" {
+		return nil // whatever the observation: it only shapes the count
 	}
-	lost, err := CountLost(ctx, r.db, f, []string{count}, r.opts.StatementTimeout)
+	obs, err := Observe(ctx, r.db, f, r.opts.StatementTimeout)
+	var lost int64
+	if err == nil {
+		lost, err = CountLost(ctx, r.db, f, []string{f.WindowLoss(st, window, obs)}, r.opts.StatementTimeout)
+	}
 	if err != nil {
 		return lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "nothing was changed", err)
 	}

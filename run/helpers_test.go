@@ -259,7 +259,7 @@ func statements(t testing.TB, f *flowT, at time.Time) compile.Statements {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.Statements(resolved, false)
+	s, err := f.Statements(resolved, false, compile.Observation{}) // the types agree in every caller's flow
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,10 +244,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		return err
 	}
-	if err := r.checkQueryTypes(ctx, tx, f); err != nil {
+	obs, err := observe(ctx, tx, f)
+	if err != nil {
 		return queryError(f, err)
 	}
-	stmts, err := f.Statements(resolved, req.Mode == Full)
+	for _, m := range obs.Mismatches {
+		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), m)
+	}
+	stmts, err := f.Statements(resolved, req.Mode == Full, obs)
 	if err != nil {
 		return err
 	}
@@ -270,10 +274,10 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	if req.Mode == Full && protected {
 		return fullRefusal(f, st.FlowState)
 	}
-	dec := f.Decide(st.FlowState, resolved)
+	dec := f.Decide(st.FlowState, resolved, obs)
 	// fingerprinted: whether this flow's changes can be read from its
 	// sources' rows at all; when not, no fingerprints are taken or kept.
-	fingerprinted := f.Incremental()
+	fingerprinted := f.Incremental() && len(obs.Mismatches) == 0
 	if fingerprinted {
 		why, err := incrementalBlocker(ctx, tx, f)
 		if err != nil {
@@ -383,7 +387,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
 			targetBefore = inWindowOnly(target)
 		default:
-			if stmts, err = f.Statements(narrowed, false); err != nil {
+			if stmts, err = f.Statements(narrowed, false, obs); err != nil {
 				return err
 			}
 			res.Partitions, written, checkLater = values, narrowed, true
@@ -391,7 +395,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
 
-	if res.RowsLost, err = r.guardLoss(ctx, tx, req, st.FlowState, stmts, created, resolved); err != nil {
+	if res.RowsLost, err = r.guardLoss(ctx, tx, req, st.FlowState, stmts, created, resolved, obs); err != nil {
 		return err
 	}
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -19,17 +20,16 @@ var pgTypeNames = map[string]string{
 	"TIMESTAMP": "timestamp without time zone", "TIMESTAMPTZ": "timestamp with time zone",
 }
 
-// checkQueryTypes compares the query's output types for the predicate's
-// columns with the target's. When one differs (a timestamp stored into a
-// date column), the predicate means something else on the sources: it is
-// then not pushed down, and what changed cannot be read from the sources'
-// fingerprints either. It plans the query without running it, in the
-// refresh's transaction.
-func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flow) error {
-	f.NoPushdown = false
+// observe reads, in tx, what f's statements depend on
+// (compile.Observation): the query's output types for the predicate's
+// columns, against the target's. When one differs (a timestamp stored into
+// a date column), the predicate means something else on the sources. It
+// plans the query without running it.
+func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, error) {
+	var obs compile.Observation
 	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
-		return err
+		return obs, err
 	}
 	for _, t := range types {
 		col := f.Table.Column(t.Name())
@@ -38,12 +38,26 @@ func (r *Runner) checkQueryTypes(ctx context.Context, tx *sql.Tx, f *compile.Flo
 		}
 		got := pgTypeNames[t.DatabaseTypeName()]
 		if got != col.Type.Base || strings.ContainsRune(col.Type.Canonical, '(') && col.Type.Base == "numeric" {
-			f.NoPushdown = true
-			fmt.Fprintf(r.opts.Log, "%s: the query outputs %s as %s, the target stores %s: the window is applied after the query only\n",
-				f.Name(), t.Name(), strings.ToLower(t.DatabaseTypeName()), col.Type.Canonical)
+			obs.Mismatches = append(obs.Mismatches, compile.TypeMismatch{Column: t.Name(), Query: strings.ToLower(t.DatabaseTypeName()), Target: col.Type.Canonical})
 		}
 	}
-	return nil
+	return obs, nil
+}
+
+// Observe is observe in a read-only snapshot of its own, bounded by
+// timeout (0: LossCountTimeout): for a plan, and for the counts rwc apply
+// makes before it changes anything.
+func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Duration) (compile.Observation, error) {
+	tx, err := readOnly(ctx, db, timeout)
+	if err != nil {
+		return compile.Observation{}, err
+	}
+	defer tx.Rollback()
+	obs, err := observe(ctx, tx, f)
+	if err != nil && !isLockTimeout(err) {
+		err = queryError(f, err)
+	}
+	return obs, err
 }
 
 // describeQuery returns the output columns the server makes of a user's
@@ -89,9 +103,6 @@ func contains(s []string, x string) bool {
 // immutable (a lookup function reading another table changes results
 // without any source row changing), or its predicate is not pushed down.
 func incrementalBlocker(ctx context.Context, tx *sql.Tx, f *compile.Flow) (string, error) {
-	if f.NoPushdown {
-		return "the query's type for the partition column differs from the target's", nil
-	}
 	rels := make([]string, len(f.Query.Tables))
 	for i, t := range f.Query.Tables {
 		rels[i] = pq.QuoteIdentifier(t.Name)

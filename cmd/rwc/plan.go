@@ -144,6 +144,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 	var state run.PlanState
 	if db != nil {
 		defer db.Close()
+		in.Observe = func(f *compile.Flow) (compile.Observation, error) { return run.Observe(ctx, db, f, 0) }
 	}
 	hasState := false
 	if db != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -84,7 +85,16 @@ with uncommitted changes, or outside a git repository, are refused unless
 				reqs = append(reqs, req)
 			}
 			if explain {
-				return explainRefresh(cmd, reqs, opts)
+				// A database shows what the statements depend on; without
+				// one, --explain still prints them, saying what it assumed.
+				db, err := g.existingDB(cmd.Context())
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v; explaining without a database\n", err)
+				}
+				if db != nil {
+					defer db.Close()
+				}
+				return explainRefresh(cmd, reqs, opts, db)
 			}
 			if _, err := checkCheckout(cmd, specs, allowDirty); err != nil {
 				return err
@@ -161,9 +171,19 @@ func didYouMean(name string, p *compile.Project) string {
 	return ""
 }
 
-func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) error {
+// explainRefresh prints the statements of each refresh, built from what a
+// database at hand shows of the flow (compile.Observation), as the refresh
+// builds them, or from what a plan without one assumes, saying so.
+func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db *sql.DB) error {
 	out := cmd.OutOrStdout()
 	for _, req := range reqs {
+		var obs compile.Observation
+		if db != nil {
+			var err error
+			if obs, err = run.Observe(cmd.Context(), db, req.Flow, opts.StatementTimeout); err != nil {
+				return err
+			}
+		}
 		pr := req.Flow.Predicate
 		if req.Mode == run.Override {
 			pr = req.Where
@@ -172,11 +192,17 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) er
 		if err != nil {
 			return err
 		}
-		s, err := req.Flow.Statements(resolved, req.Mode == run.Full)
+		s, err := req.Flow.Statements(resolved, req.Mode == run.Full, obs)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "-- flow %s: window %s\n", req.Flow.Name(), diag.Visible(s.PredicateCEL))
+		if db == nil {
+			fmt.Fprintf(out, "-- %s\n", compile.NoDatabaseAssumption)
+		}
+		for _, m := range obs.Mismatches {
+			fmt.Fprintf(out, "-- %s\n", m)
+		}
 		if len(s.PushedTo) > 0 {
 			fmt.Fprintf(out, "-- predicate pushed to: %v\n", s.PushedTo)
 		}
