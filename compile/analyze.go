@@ -25,7 +25,7 @@ type Flow struct {
 	// partition_by, else the single column the predicate ranges over.
 	PartitionBy string
 	// DependsOn are the flows whose targets this flow's query reads.
-	DependsOn []*Flow
+	DependsOn       []*Flow
 	fingerprintOnce sync.Once
 	fingerprint     string
 }
