@@ -132,9 +132,28 @@ func (f *Flow) CompilePredicate(cel string) (*predicate.Predicate, []predicate.I
 // compilePredicate compiles a predicate text and positions its issues in the file.
 func compilePredicate(text spec.Text, t *spec.Table) (*predicate.Predicate, diag.List) {
 	p, issues := predicate.Compile(text.Value, predicateColumns(t))
+	return p, issueDiags(issues, func(l predicate.Loc) diag.Pos { return text.At(l.Line, l.Column) })
+}
+
+// issueDiags positions a predicate's issues with at.
+func issueDiags(issues []predicate.Issue, at func(predicate.Loc) diag.Pos) diag.List {
 	var ds diag.List
 	for _, is := range issues {
-		ds.Errorf(is.Code, text.At(is.At.Line, is.At.Column), is.Hint, "%s", is.Message)
+		ds.Errorf(is.Code, at(is.At), is.Hint, "%s", is.Message)
+	}
+	return ds
+}
+
+// CompileOverride compiles a one-off predicate of f given on the command
+// line (rwc refresh --where), its issues positioned in the flag's text as
+// "--where:1:5". rand() is RW213 there as in a backfill file: the
+// override's DELETE and INSERT each evaluate it and would pick other rows.
+func (f *Flow) CompileOverride(flag, text string) (*predicate.Predicate, diag.List) {
+	p, issues := f.CompilePredicate(text)
+	ds := issueDiags(issues, func(l predicate.Loc) diag.Pos { return diag.Pos{File: flag, Line: l.Line, Column: l.Column} })
+	if p != nil && p.Determinism == predicate.NonDeterministic {
+		ds.Errorf("RW213", diag.Pos{File: flag, Line: 1, Column: 1}, "write a predicate on the columns, e.g. "+f.PartitionBy+" >= date('2026-01-01')",
+			"an override must select the same rows for its DELETE and its INSERT, and rand() picks others each time")
 	}
 	return p, ds
 }

@@ -341,7 +341,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
 		}
 	}
-	if contains(fp.Changes, "query_changed") || hasPrefix(fp.Changes, "column_added:") {
+	if slices.Contains(fp.Changes, "query_changed") || hasPrefix(fp.Changes, "column_added:") {
 		outside := "rows outside it keep the values the old query gave them"
 		if hasPrefix(fp.Changes, "column_added:") {
 			outside = "rows outside it keep NULL in the added columns"
@@ -420,15 +420,6 @@ func SpecsHash(p *Project) string {
 		h.Write([]byte(f + "\x00" + strings.Join(p.Spec.Sources[f], "\n") + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func hasPrefix(s []string, prefix string) bool {

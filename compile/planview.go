@@ -2,10 +2,11 @@ package compile
 
 import (
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
 	"github.com/rwc-dev/rwc/diag"
-	"io"
-	"strings"
 )
 
 func (p *Plan) sideText(r Rev) string {
@@ -28,9 +29,9 @@ func short(c string) string {
 
 func symbol(f FlowPlan) string {
 	switch {
-	case contains(f.Changes, "new"):
+	case slices.Contains(f.Changes, "new"):
 		return "+"
-	case contains(f.Changes, "removed"):
+	case slices.Contains(f.Changes, "removed"):
 		return "-"
 	case f.Destructive:
 		return "!"

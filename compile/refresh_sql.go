@@ -130,7 +130,7 @@ func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate, obs Observa
 	// The outer WHERE casts the columns both windows read.
 	cols := slices.Clone(window.Columns)
 	for _, c := range prior.Columns {
-		if !contains(cols, c) {
+		if !slices.Contains(cols, c) {
 			cols = append(cols, c)
 		}
 	}
@@ -223,7 +223,7 @@ func (f *Flow) typedSource(cols []string, src string) string {
 	cast := false
 	for _, c := range f.Table.Columns {
 		name := pq.QuoteIdentifier(c.Name)
-		if contains(cols, c.Name) && c.Type.Family != pgtype.Text && c.Type.Family != pgtype.Other {
+		if slices.Contains(cols, c.Name) && c.Type.Family != pgtype.Text && c.Type.Family != pgtype.Other {
 			sel = append(sel, fmt.Sprintf("q.%s::%s AS %s", name, c.Type.Canonical, name))
 			cast = true
 			continue

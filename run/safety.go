@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	}
 	for _, t := range types {
 		col := f.Table.Column(t.Name())
-		if col == nil || !contains(f.Predicate.Columns, t.Name()) {
+		if col == nil || !slices.Contains(f.Predicate.Columns, t.Name()) {
 			continue
 		}
 		got := pgTypeNames[t.DatabaseTypeName()]
@@ -86,15 +87,6 @@ func describeIn(ctx context.Context, tx *sql.Tx, body string) ([]*sql.ColumnType
 		return nil, err
 	}
 	return types, rows.Err()
-}
-
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // incrementalBlocker says why a flow's changes cannot be read from its

@@ -146,18 +146,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 // compileWhere compiles a --where predicate against a flow; positions are
 // in the flag's text, shown as "--where:1:5".
 func compileWhere(text string, f *compile.Flow) (*predicate.Predicate, diag.List) {
-	p, issues := f.CompilePredicate(text)
-	var ds diag.List
-	for _, is := range issues {
-		ds.Errorf(is.Code, diag.Pos{File: "--where", Line: is.At.Line, Column: is.At.Column}, is.Hint, "%s", is.Message)
-	}
-	// The DELETE and the INSERT each evaluate it: with rand() they would
-	// pick other rows, duplicating some and losing others.
-	if p != nil && p.Determinism == predicate.NonDeterministic {
-		ds.Errorf("RW213", diag.Pos{File: "--where", Line: 1, Column: 1}, "write a predicate on the columns, e.g. "+f.PartitionBy+" >= date('2026-01-01')",
-			"an override must select the same rows for its DELETE and its INSERT, and rand() picks others each time")
-	}
-	return p, ds
+	return f.CompileOverride("--where", text)
 }
 
 func didYouMean(name string, p *compile.Project) string {
