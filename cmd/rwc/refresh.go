@@ -99,15 +99,24 @@ with uncommitted changes, or outside a git repository, are refused unless
 			r := run.New(db, opts)
 			failed := 0
 			rep := newBatchReporter(cmd.OutOrStdout())
-			for _, req := range reqs {
+			tally := &run.Tally{}
+			for i, req := range reqs {
 				if req.Mode == run.Override {
-					if err := refreshBatched(cmd, r, req, batchSize, rep); err != nil {
+					err := refreshBatched(cmd, r, req, batchSize, rep, tally)
+					if stop := tally.Interrupted(cmd.Context(), err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
+						return stop
+					}
+					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
 						failed++
 					}
 					continue
 				}
 				res := r.Refresh(cmd.Context(), req)
+				if stop := tally.Interrupted(cmd.Context(), res.Err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
+					return stop
+				}
+				tally.Refreshed(res)
 				printResult(cmd.OutOrStdout(), res)
 				if res.Err != nil {
 					failed++
@@ -128,6 +137,17 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd, g)
 	return cmd
+}
+
+// refreshNext is what running an interrupted rwc refresh again does.
+const refreshNext = "running the same rwc refresh again is safe: each refresh replaces its rows whole (a --where in batches starts again at its first batch)"
+
+func flowNames(reqs []run.Request) []string {
+	var names []string
+	for _, req := range reqs {
+		names = append(names, "flow "+req.Flow.Name())
+	}
+	return names
 }
 
 // compileWhere compiles a --where predicate against a flow; positions are
@@ -189,7 +209,7 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options) er
 // refreshBatched runs a --where override in batches along the partition
 // column; each batch commits on its own, so an interrupted run keeps what
 // it finished and running it again is safe.
-func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter) error {
+func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter, tally *run.Tally) error {
 	job := &run.BackfillJob{Path: whereJob, Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
 	batches, err := r.PlanBatches(job)
 	if err != nil {
@@ -206,14 +226,19 @@ func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int
 			return fmt.Errorf("batch %d: %s", i+1, ds[0].Message)
 		}
 		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p, AllowLoss: req.AllowLoss})
+		if res.Err != nil && cmd.Context().Err() != nil {
+			return res.Err // the caller says what was committed
+		}
 		if res.Err != nil {
 			printResult(cmd.OutOrStdout(), res)
 			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))
 		}
 		if len(batches) == 1 {
+			tally.Refreshed(res)
 			printResult(cmd.OutOrStdout(), res)
 			continue
 		}
+		tally.Batch(jobLabel(job), i+1, len(batches))
 		rep.report(run.BatchProgress{Job: job, Batch: i + 1, Total: len(batches), Result: res})
 	}
 	return nil
