@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,12 +17,13 @@ import (
 	"github.com/rwc-dev/rwc/run/session"
 )
 
-// slowSpecs: flow a copies ev; flow b reads a's target (so a refreshes
-// first) through slow(), which sleeps slowness.secs per row.
+// slowSpecs: flow a copies ev (20 rows); flow b reads a's target (so a refreshes
+// first) through slow(), which sleeps slowness.secs per row (only for the
+// rows of day slowness.day of the month, when it is set).
 var slowSpecs = map[string]string{"p.yaml": `pipeline: p
 tables:
   a:
-    replace_where: d >= date('2026-03-05')
+    replace_where: d >= date('2026-03-01')
     columns:
       d: date
       k: text
@@ -41,19 +43,25 @@ tables:
 func newSlowEnv(t *testing.T, secs float64) *env {
 	t.Helper()
 	e := newDailyEnv(t)
-	e.exec(`CREATE TABLE slowness (secs float8 NOT NULL)`)
-	e.exec(`INSERT INTO slowness VALUES ($1)`, secs)
+	e.exec(`CREATE TABLE slowness (secs float8 NOT NULL, day int)`)
+	e.exec(`INSERT INTO slowness VALUES ($1, NULL)`, secs)
 	e.exec(`CREATE FUNCTION slow(x int) RETURNS int LANGUAGE sql AS
-		'SELECT x FROM (SELECT pg_sleep(secs) FROM slowness) s'`)
+		'SELECT x FROM (SELECT pg_sleep(CASE WHEN day IS NULL OR x IN (day, 10 * day) THEN secs ELSE 0 END) FROM slowness) s'`)
 	return e
 }
 
-// sleeping is the backend running b's INSERT (0: none is).
-func (e *env) sleeping() int {
+// sleeping is the backend running b's INSERT, asleep in slow() (0: none
+// is).
+func (e *env) sleeping() int { return e.slowBackend(`AND wait_event = 'PgSleep'`) }
+
+// running is the backend running b's INSERT, asleep or not (0: none is).
+func (e *env) running() int { return e.slowBackend(``) }
+
+func (e *env) slowBackend(cond string) int {
 	e.t.Helper()
 	var pid int
 	err := e.db.QueryRow(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-		AND state = 'active' AND query LIKE '%slow(%' LIMIT 1`).Scan(&pid)
+		AND state = 'active' AND query LIKE '%slow(%' ` + cond + ` LIMIT 1`).Scan(&pid)
 	if err != nil && err != sql.ErrNoRows {
 		e.t.Fatal(err)
 	}
@@ -84,8 +92,14 @@ type proc struct {
 // the server; it returns the process and the backend's pid.
 func slowApply(t *testing.T, e *env, dir string) (*proc, int) {
 	t.Helper()
+	return slowRun(t, e, "apply", "--allow-dirty", dir)
+}
+
+// slowRun is slowApply for rwc args.
+func slowRun(t *testing.T, e *env, args ...string) (*proc, int) {
+	t.Helper()
 	rwcBinary(t)
-	p := &proc{cmd: rwcCmd(t, e.dsn, "apply", "--allow-dirty", dir), out: &bytes.Buffer{}, done: make(chan struct{})}
+	p := &proc{cmd: rwcCmd(t, e.dsn, args...), out: &bytes.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -96,7 +110,7 @@ func slowApply(t *testing.T, e *env, dir string) (*proc, int) {
 		<-p.done
 		// The server ends the killed rwc's statement by itself now; the
 		// database cannot be dropped before.
-		within(10*time.Second, func() bool { return e.sleeping() == 0 })
+		within(10*time.Second, func() bool { return e.running() == 0 })
 	})
 	var pid int
 	if !within(20*time.Second, func() bool { pid = e.sleeping(); return pid != 0 }) {
@@ -126,8 +140,8 @@ func (p *proc) exitCode(t *testing.T, d time.Duration) int {
 // holds a flow's lock.
 func (e *env) serverClear(d time.Duration) {
 	e.t.Helper()
-	if !within(d, func() bool { return e.sleeping() == 0 && e.advisoryLocks() == 0 }) {
-		e.t.Fatalf("%s on, the server still runs b's INSERT (pid %d) or holds %d advisory locks", d, e.sleeping(), e.advisoryLocks())
+	if !within(d, func() bool { return e.running() == 0 && e.advisoryLocks() == 0 }) {
+		e.t.Fatalf("%s on, the server still runs b's INSERT (pid %d) or holds %d advisory locks", d, e.running(), e.advisoryLocks())
 	}
 }
 
@@ -191,12 +205,84 @@ func TestInterruptCancelsTheStatement(t *testing.T) {
 				t.Errorf("output has the driver's words")
 			}
 			e.serverClear(time.Second)
-			if e.value(`SELECT to_regclass('b') IS NULL`) != "true" || e.count(`SELECT count(*) FROM a`) != 12 {
+			if e.value(`SELECT to_regclass('b') IS NULL`) != "true" || e.count(`SELECT count(*) FROM a`) != 20 {
 				t.Errorf("after the interrupt: b exists or a is not filled")
 			}
 			e.resumes(dir)
 		})
 	}
+}
+
+// An interrupted backfill keeps the batches it committed, says which,
+// and the next apply goes on at the batch that was rolled back.
+func TestInterruptBackfillBatch(t *testing.T) {
+	t.Parallel()
+	e := newSlowEnv(t, 0)
+	dir := writeSpecs(t, slowSpecs)
+	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
+		t.Fatalf("first apply: %s", out)
+	}
+	if err := os.MkdirAll(dir+"/backfills", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/backfills/early.yaml", []byte("backfill: b\nwhere: d >= date('2026-03-01') && d <= date('2026-03-04')\nreason: the first days\nbatch: 1d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`UPDATE slowness SET secs = 20, day = 3`) // batch 3 of 4
+	p, _ := slowApply(t, e, dir)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := p.exitCode(t, 5*time.Second)
+	t.Logf("exit %d:\n%s", code, p.out)
+	label := "backfill " + filepath.Base(dir) + "/backfills/early.yaml (flow b)"
+	for _, want := range []string{
+		"interrupted: batch 3 of 4 of " + label + " was cancelled on the server and rolled back",
+		"committed before the interrupt, and kept: the refresh of flow a (",
+		"; the refresh of flow b (",
+		"; " + label + ": batches 1-2 of 4\n",
+		"each backfill goes on at its first batch not committed",
+	} {
+		if !strings.Contains(p.out.String(), want) {
+			t.Errorf("output does not say %q", want)
+		}
+	}
+	if code != 143 {
+		t.Errorf("exit %d, want 143", code)
+	}
+	e.serverClear(time.Second)
+	e.exec(`UPDATE slowness SET secs = 0`)
+	code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", "--lock-timeout", "3s", dir)
+	if code != 0 || strings.Contains(out, "batch 1/4") || strings.Contains(out, "batch 2/4") || !strings.Contains(out, "batch 3/4") || !strings.Contains(out, "batch 4/4") {
+		t.Errorf("the next apply, exit %d, did not go on at batch 3:\n%s", code, out)
+	}
+}
+
+// rwc refresh, interrupted, says what it committed too, and what running
+// it again does.
+func TestInterruptRefresh(t *testing.T) {
+	t.Parallel()
+	e := newSlowEnv(t, 20)
+	dir := writeSpecs(t, slowSpecs)
+	p, _ := slowRun(t, e, "refresh", "a", "b", "--specs", dir, "--allow-dirty")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := p.exitCode(t, 5*time.Second)
+	t.Logf("exit %d:\n%s", code, p.out)
+	for _, want := range []string{
+		"interrupted: the refresh of flow b was cancelled on the server and rolled back",
+		"committed before the interrupt, and kept: the refresh of flow a (create)",
+		"running the same rwc refresh again is safe",
+	} {
+		if !strings.Contains(p.out.String(), want) {
+			t.Errorf("output does not say %q", want)
+		}
+	}
+	if code != 130 {
+		t.Errorf("exit %d, want 130", code)
+	}
+	e.serverClear(time.Second)
 }
 
 // A second signal exits at once, even while the statement is not
