@@ -67,12 +67,13 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			failed[f.Name()] = true
 		}
 		results = append(results, res)
+		tally.Refreshed(res)
+		// A refresh the interrupt rolled back is told of in its account.
+		if each != nil && (res.Err == nil || ctx.Err() == nil) {
+			each(res)
+		}
 		if err := tally.Interrupted(ctx, res.Err, flowNames(p.Flows[i+1:]), applyNext); err != nil {
 			return results, err
-		}
-		tally.Refreshed(res)
-		if each != nil {
-			each(res)
 		}
 		if res.Err != nil {
 			continue

@@ -131,7 +131,12 @@ deployed) that would delete rows its recompute cannot give back (the query no
 longer yields them: days the sources dropped, DML) is refused, saying how
 many, before it starts, unless the file says allow_loss: true; --allow-loss
 allows it for every backfill file of this apply (for one already started,
-whose file cannot change).`,
+whose file cannot change).
+
+SIGINT or SIGTERM rolls back the refresh or backfill batch that is running,
+keeps what committed before (and says what), and exits 130 or 143 without
+recording the deployment; the next rwc apply resumes, each backfill at its
+first batch not committed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := specDir(args)

@@ -37,7 +37,10 @@ relax it.
 
 Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
 with uncommitted changes, or outside a git repository, are refused unless
---allow-dirty (--explain runs nothing and does not check).`,
+--allow-dirty (--explain runs nothing and does not check).
+
+SIGINT or SIGTERM rolls back the refresh (or --where batch) that is running,
+keeps what committed before (and says what), and exits 130 or 143.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
@@ -96,36 +99,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 				flows[i] = req.Flow
 			}
 			printCatalogWarnings(cmd, p, db, flows)
-			r := run.New(db, opts)
-			failed := 0
-			rep := newBatchReporter(cmd.OutOrStdout())
-			tally := &run.Tally{}
-			for i, req := range reqs {
-				if req.Mode == run.Override {
-					err := refreshBatched(cmd, r, req, batchSize, rep, tally)
-					if stop := tally.Interrupted(cmd.Context(), err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
-						return stop
-					}
-					if err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
-						failed++
-					}
-					continue
-				}
-				res := r.Refresh(cmd.Context(), req)
-				if stop := tally.Interrupted(cmd.Context(), res.Err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
-					return stop
-				}
-				tally.Refreshed(res)
-				printResult(cmd.OutOrStdout(), res)
-				if res.Err != nil {
-					failed++
-				}
-			}
-			if failed > 0 {
-				return exitError{1}
-			}
-			return nil
+			return runRefreshes(cmd, run.New(db, opts), reqs, batchSize)
 		},
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
@@ -137,6 +111,43 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd, g)
 	return cmd
+}
+
+// runRefreshes runs reqs in turn; a failed one does not stop the others,
+// an interrupt does (and says what committed).
+func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSize int) error {
+	failed := 0
+	rep := newBatchReporter(cmd.OutOrStdout())
+	tally := &run.Tally{}
+	for i, req := range reqs {
+		if req.Mode == run.Override {
+			err := refreshBatched(cmd, r, req, batchSize, rep, tally)
+			if stop := tally.Interrupted(cmd.Context(), err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
+				return stop
+			}
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
+				failed++
+			}
+			continue
+		}
+		res := r.Refresh(cmd.Context(), req)
+		tally.Refreshed(res)
+		stop := tally.Interrupted(cmd.Context(), res.Err, flowNames(reqs[i+1:]), refreshNext)
+		if res.Err == nil || stop == nil {
+			printResult(cmd.OutOrStdout(), res) // a refresh the interrupt rolled back is told of in its account
+		}
+		if stop != nil {
+			return stop
+		}
+		if res.Err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return exitError{1}
+	}
+	return nil
 }
 
 // refreshNext is what running an interrupted rwc refresh again does.
