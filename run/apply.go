@@ -42,7 +42,17 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 	var results []Result
 	failed := map[string]bool{}
 	skipped := 0
-	for _, f := range p.Flows {
+	tally := &Tally{}
+	batchDone := func(b BatchProgress) {
+		tally.Batch(jobLabel(b.Job), b.Batch, b.Total)
+		if progress != nil {
+			progress(b)
+		}
+	}
+	for i, f := range p.Flows {
+		if err := tally.Interrupted(ctx, nil, flowNames(p.Flows[i:]), applyNext); err != nil {
+			return results, err
+		}
 		var res Result
 		var blocked string
 		for _, d := range f.DependsOn {
@@ -61,8 +71,13 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			failed[f.Name()] = true
 		}
 		results = append(results, res)
-		if each != nil {
+		tally.Refreshed(res)
+		// A refresh the interrupt rolled back is told of in its account.
+		if each != nil && (res.Err == nil || ctx.Err() == nil) {
 			each(res)
+		}
+		if err := tally.Interrupted(ctx, res.Err, flowNames(p.Flows[i+1:]), applyNext); err != nil {
+			return results, err
 		}
 		if res.Err != nil {
 			continue
@@ -76,7 +91,10 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			// recomputed what it saw change, and a backfill is often for
 			// what rwc cannot see.
 			j.KeepWindow = res.Action != ActionCreate && res.Action != ActionRecomputeWindow && res.Action != ActionFullRefresh
-			if _, err := r.Backfill(ctx, j, progress); err != nil {
+			if _, err := r.Backfill(ctx, j, batchDone); err != nil {
+				if err := tally.Interrupted(ctx, err, flowNames(p.Flows[i+1:]), applyNext); err != nil {
+					return results, err
+				}
 				failed[f.Name()] = true
 				fail := Result{Flow: f.Name(), Action: ActionBackfill, Reasons: []string{Backfill}, Err: err}
 				results = append(results, fail)
@@ -94,8 +112,22 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		}
 		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
 	}
+	if err := tally.Interrupted(ctx, nil, nil, applyNext); err != nil {
+		return results, err
+	}
 	err = r.recordDeployment(ctx, dep)
 	return results, r.stateLocked(ctx, "recording the deployment", "every flow was refreshed, but the deployment was not recorded: run rwc apply again to record it", err)
+}
+
+// applyNext is what the next rwc apply does after an interrupted one.
+const applyNext = "the deployment was not recorded; the next rwc apply resumes: it refreshes every flow again, and each backfill goes on at its first batch not committed"
+
+func flowNames(flows []*compile.Flow) []string {
+	var names []string
+	for _, f := range flows {
+		names = append(names, "flow "+f.Name())
+	}
+	return names
 }
 
 // stateLocked is lockTimeout for a statement on rwc's state tables alone.
@@ -230,10 +262,7 @@ func (r *Runner) DropRemoved(ctx context.Context, rm Removed) (err error) {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+rm.Flow); err != nil {
-		if isLockTimeout(err) {
-			return fmt.Errorf("flow %s is being refreshed by another rwc and its lock was not free within %s (--lock-timeout); nothing was dropped", rm.Flow, r.opts.LockTimeout)
-		}
-		return err
+		return r.flowBusy(ctx, rm.Flow, "nothing was dropped", err)
 	}
 	if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+rm.Target); err != nil {
 		return err

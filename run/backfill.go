@@ -292,6 +292,9 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 			continue // rolled back: another rwc apply ran this batch
 		}
 		if res.Err != nil {
+			if ctx.Err() != nil {
+				return false, &stopped{what: fmt.Sprintf("batch %d of %d of %s", n, total, jobLabel(job))}
+			}
 			return false, fmt.Errorf("backfill %s, batch %d of %d: %w (the batches before it are kept; the next rwc apply resumes here)", job.Path, n, total, res.Err)
 		}
 		if progress != nil {

@@ -72,6 +72,9 @@ var connectHints = map[string]string{
 	"42501": "the user may not connect to this database: GRANT CONNECT ON DATABASE to it",
 	"53300": "the server has no free connection slots: try again, or raise max_connections",
 	"57P03": "the server is starting up or shutting down: try again",
+	// A startup parameter the server does not know: rwc's
+	// client_connection_check_interval on a server older than 14.
+	"42704": "rwc needs PostgreSQL 14 or newer, and starts every session with client_connection_check_interval; or the connection string's options name a parameter this server lacks",
 }
 
 var quotedName = regexp.MustCompile(`"([^"]+)"`)

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run/session"
 	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -34,25 +35,25 @@ func (r *Runner) lockFlow(ctx context.Context, f *compile.Flow) (*sql.Conn, func
 		}
 		conn.Close()
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d; %s", r.opts.LockTimeout.Milliseconds(), nameFlowSession(f.Name()))); err != nil {
 		release()
 		return nil, nil, err
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, advisoryNamespace+f.Name()); err != nil {
 		release()
-		if isLockTimeout(err) {
-			by := "another rwc"
-			end := ""
-			if h, ok := advisoryHolder(ctx, r.db, advisoryNamespace+f.Name()); ok {
-				by += " (" + h.String() + ")"
-				end = fmt.Sprintf(": wait for it, or end it with SELECT pg_terminate_backend(%d)", h.pid)
-			}
-			return nil, nil, fmt.Errorf("flow %s is being refreshed by %s and its lock was not free within %s (--lock-timeout); nothing was changed%s",
-				f.Name(), by, r.opts.LockTimeout, end)
-		}
-		return nil, nil, err
+		return nil, nil, r.flowBusy(ctx, f.Name(), "nothing was changed", err)
 	}
 	return conn, release, nil
+}
+
+// nameFlowSession names the session that takes a flow's lock after the
+// flow, before it waits, so that pg_stat_activity tells which flow a
+// session holds or waits for; a name the connection string gave is left
+// alone. DISCARD ALL, on release, puts back the name the session started
+// with.
+func nameFlowSession(flow string) string {
+	return fmt.Sprintf("SELECT set_config('application_name', %s, false) WHERE current_setting('application_name') = %s",
+		pq.QuoteLiteral(session.FlowApplicationName(flow)), pq.QuoteLiteral(session.ApplicationName))
 }
 
 // fingerprintRow is one probe's answer for one partition value.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run/session"
 )
 
 // LockTimeoutError is a lock wait rwc gave up on (SQLSTATE 55P03): what was
@@ -45,6 +46,12 @@ type lockHolder struct {
 	dur     time.Duration
 	backend string
 	query   string
+	client  string // address:port, "a local socket", or "" (unknown)
+	// since: when the session connected, its transaction began and its
+	// query (the current or the last one) started, as the server prints
+	// them in UTC ("" when not).
+	connected, xact, queryStart string
+	wait                        string // wait_event_type:wait_event, or ""
 }
 
 func (h lockHolder) String() string {
@@ -54,7 +61,16 @@ func (h lockHolder) String() string {
 		parts = append(parts, h.backend)
 	}
 	if h.app != "" {
-		parts = append(parts, "application_name "+h.app)
+		parts = append(parts, "application_name "+diag.Visible(h.app))
+	}
+	if h.client != "" {
+		parts = append(parts, "client "+h.client)
+	}
+	if h.connected != "" {
+		parts = append(parts, "connected at "+h.connected)
+	}
+	if h.xact != "" {
+		parts = append(parts, "in a transaction since "+h.xact)
 	}
 	if h.state != "" {
 		d := h.dur.Round(time.Second)
@@ -62,6 +78,12 @@ func (h lockHolder) String() string {
 			d = h.dur.Round(100 * time.Millisecond)
 		}
 		parts = append(parts, fmt.Sprintf("%s for %s", h.state, d))
+	}
+	if h.queryStart != "" {
+		parts = append(parts, "query started at "+h.queryStart)
+	}
+	if h.wait != "" {
+		parts = append(parts, "waiting on "+h.wait)
 	}
 	parts = append(parts, "holding "+lockMode(h.mode))
 	if q := []rune(diag.Visible(strings.Join(strings.Fields(h.query), " "))); len(q) > 0 {
@@ -233,13 +255,38 @@ var stateRels = func() []lockedRel {
 }()
 
 // holderColumns are a lock holder's columns, from pg_locks l and
-// pg_stat_activity a, in the order lockHolder.fields scans them.
+// pg_stat_activity a, in the order lockHolder.fields scans them. The
+// server formats its times (in UTC): its clock, not rwc's, is the one they
+// were taken by.
 const holderColumns = `l.mode, a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
-			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, '')`
+			coalesce(extract(epoch FROM clock_timestamp() - a.state_change), 0)::float8, coalesce(a.backend_type, ''), coalesce(a.query, ''),
+			CASE WHEN a.client_port = -1 THEN 'a local socket' WHEN a.client_addr IS NOT NULL THEN host(a.client_addr) || ':' || a.client_port ELSE '' END,
+			coalesce(to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'), ''),
+			coalesce(to_char(a.xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'), ''),
+			coalesce(to_char(a.query_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'), ''),
+			coalesce(a.wait_event_type || ':' || a.wait_event, '')`
 
 // fields are the scan targets of holderColumns.
 func (h *lockHolder) fields() []any {
-	return []any{&h.mode, &h.pid, &h.app, &h.state, durationScanner{&h.dur}, &h.backend, &h.query}
+	return []any{&h.mode, &h.pid, &h.app, &h.state, durationScanner{&h.dur}, &h.backend, &h.query,
+		&h.client, &h.connected, &h.xact, &h.queryStart, &h.wait}
+}
+
+// clientNote says what the server knows of whether the holder's client is
+// still there: a session whose client went away would hold its locks on
+// for as long as nothing tells the server so.
+func (h lockHolder) clientNote() string {
+	switch {
+	case strings.HasPrefix(h.state, "idle"):
+		return "its client is still connected, as far as the server knows: an idle session ends as soon as its client's connection closes"
+	case h.wait == "Client:ClientWrite":
+		return "it is waiting to send to its client, which may be gone (or not reading)"
+	case h.state == "active" && strings.HasPrefix(h.app, session.Name+" "):
+		return "its client is still connected, as far as the server knows: the server checks an rwc session's client every second while a statement runs (client_connection_check_interval)"
+	case h.state == "active":
+		return "whether its client is still there cannot be told: a session running a statement notices that its client went away only when it next writes to it, unless it sets client_connection_check_interval"
+	}
+	return ""
 }
 
 // durationScanner scans seconds (float8) into a duration.
@@ -269,6 +316,27 @@ func advisoryHolder(ctx context.Context, db *sql.DB, key string) (lockHolder, bo
 		WHERE l.pid <> pg_backend_pid()
 		LIMIT 1`, key).Scan(h.fields()...)
 	return h, err == nil
+}
+
+// flowBusy is the error of a wait for flow's lock that timed out (err, if
+// it was not a lock timeout): who holds it, since when and doing what,
+// whether its client is still there, and how to end it. after is what
+// became of the work ("nothing was changed").
+func (r *Runner) flowBusy(ctx context.Context, flow, after string, err error) error {
+	if !isLockTimeout(err) {
+		return err
+	}
+	msg := fmt.Sprintf("flow %s is being refreshed by another rwc, and its lock was not free within %s (--lock-timeout); %s",
+		flow, r.opts.LockTimeout, after)
+	h, ok := advisoryHolder(ctx, r.db, advisoryNamespace+flow)
+	if !ok {
+		return errors.New(msg) // released meanwhile, or not visible to this role
+	}
+	msg += ". The session holding the lock: " + h.String()
+	if note := h.clientNote(); note != "" {
+		msg += "; " + note
+	}
+	return fmt.Errorf("%s: wait for it, or end it with SELECT pg_terminate_backend(%d)", msg, h.pid)
 }
 
 // lockMode is a pg_locks mode as LOCK TABLE spells it: AccessExclusiveLock

@@ -175,6 +175,7 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 			f.Name(), f.Target(), err, attempt+1, maxAttempts)
 	}
 	if err != nil {
+		err = stoppedBy(ctx, "the refresh of flow "+f.Name(), err)
 		err = lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "the refresh was rolled back and the target is unchanged", err)
 		res.Err = err
 		var refused *Refusal

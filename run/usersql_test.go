@@ -67,12 +67,13 @@ func TestSessionsHaveParserSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var scs, bq, app string
-	if err := s.QueryRow(`SELECT current_setting('standard_conforming_strings'), current_setting('backslash_quote'), current_setting('application_name')`).Scan(&scs, &bq, &app); err != nil {
+	var scs, bq, app, check string
+	if err := s.QueryRow(`SELECT current_setting('standard_conforming_strings'), current_setting('backslash_quote'), current_setting('application_name'),
+		current_setting('client_connection_check_interval')`).Scan(&scs, &bq, &app, &check); err != nil {
 		t.Fatal(err)
 	}
-	if scs != "on" || bq != "safe_encoding" || app != "rwc" {
-		t.Errorf("session settings: standard_conforming_strings %s, backslash_quote %s, application_name %s", scs, bq, app)
+	if scs != "on" || bq != "safe_encoding" || app != session.ApplicationName || !strings.HasPrefix(app, "rwc ") || check != "1s" {
+		t.Errorf("session settings: standard_conforming_strings %s, backslash_quote %s, application_name %s, client_connection_check_interval %s", scs, bq, app, check)
 	}
 }
 

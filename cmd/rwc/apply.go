@@ -145,7 +145,12 @@ already started, whose file cannot change, it is the only way).
 
 --drop-removed drops the targets of flows the specs no longer define, except
 one whose deployed definition has reset_allowed: false: deploy
-reset_allowed: true for it first, then remove it.`,
+reset_allowed: true for it first, then remove it.
+
+SIGINT or SIGTERM rolls back the refresh or backfill batch that is running,
+keeps what committed before (and says what), and exits 130 or 143 without
+recording the deployment; the next rwc apply resumes, each backfill at its
+first batch not committed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := specDir(args)

@@ -48,11 +48,27 @@ parse is reported by the part that is malformed (scheme, user info, host, port,
 a parameter, a key=value pair) rather than with the parser's message, which
 quotes it. Every session starts with standard_conforming_strings = on,
 backslash_quote = safe_encoding and client_encoding UTF8, the settings under
-which rwc lint reads SQL, and application_name rwc (unless the connection string
-names one); a session that cannot have them is refused (see docs/security.md).
-Every session also starts with lock_timeout set to --lock-timeout (30s where a
-command has no such flag): no statement rwc sends waits longer for a lock, and
-one that gives up names the table that was locked and the session holding it.`,
+which rwc lint reads SQL, and application_name "rwc VERSION" (unless the
+connection string names one; the session holding a flow's lock is "rwc VERSION
+flow=NAME" meanwhile); a session that cannot have them is refused (see
+docs/security.md). Every session also starts with lock_timeout set to
+--lock-timeout (30s where a command has no such flag): no statement rwc sends
+waits longer for a lock, and one that gives up names the table that was locked
+and the session holding it (for a flow's lock: since when, doing what, whether
+its client is still there, and the pg_terminate_backend that ends it). And with
+client_connection_check_interval = 1s (PostgreSQL 14 or newer): should rwc be
+killed, the server ends its statement within about a second, rolling back, and
+releases the flow's lock.
+
+SIGINT (Ctrl-C) or SIGTERM (a CI job cancelled) cancels the running statement
+on the server; its refresh (or backfill batch) is rolled back and its flow's
+lock released, and rwc says what had committed (flows, backfill batches: kept)
+and what the next run does (rwc apply resumes: backfills go on at their first
+batch not committed; the deployment is recorded once an apply completes), then
+exits with status 130 (SIGINT) or 143 (SIGTERM), 128 + the signal's number. A
+second signal exits at once, with the same status; the server then rolls back
+what was running within about a second. A command that finished its work
+before the signal reached it exits as it would have.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -75,19 +91,40 @@ func main() {
 	os.Exit(execute(os.Args[1:]))
 }
 
+// execute runs rwc with args and returns its exit status: 0, the
+// command's own (1 on failure, plan's 2), or, when a SIGINT or SIGTERM
+// stopped the command before it finished, 130 or 143 (interrupt.code).
 func execute(args []string) int {
+	ctx, in, stop := catchInterrupts(os.Stderr, os.Exit)
+	defer stop()
 	root := newRoot()
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {
 	case err == nil:
-		return 0
+		return 0 // it finished what it was doing before the signal stopped it
 	case errors.As(err, &ee):
-		return ee.code
+	case in.code() != 0:
+		fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(interruptedText(err), args))
+	default:
+		fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(err.Error(), args))
+		return 1
 	}
-	fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(err.Error(), args))
-	return 1
+	if code := in.code(); code != 0 {
+		return code
+	}
+	return ee.code
+}
+
+// interruptedText is err, of a command an interrupt stopped, in rwc's
+// words: a cancelled statement's error is the driver's.
+func interruptedText(err error) string {
+	var stopped *run.Interrupted
+	if errors.As(err, &stopped) || !run.IsCancelled(err) {
+		return err.Error()
+	}
+	return "interrupted: the statement that was running was cancelled on the server, and its transaction rolled back"
 }
 
 // redactArgs hides the password of any connection string among the

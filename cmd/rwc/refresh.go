@@ -41,7 +41,10 @@ relax it.
 
 Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
 with uncommitted changes, or outside a git repository, are refused unless
---allow-dirty (--explain runs nothing and does not check).`,
+--allow-dirty (--explain runs nothing and does not check).
+
+SIGINT or SIGTERM rolls back the refresh (or --where batch) that is running,
+keeps what committed before (and says what), and exits 130 or 143.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
@@ -109,27 +112,7 @@ with uncommitted changes, or outside a git repository, are refused unless
 				flows[i] = req.Flow
 			}
 			printCatalogWarnings(cmd, p, db, flows)
-			r := run.New(db, opts)
-			failed := 0
-			rep := newBatchReporter(cmd.OutOrStdout())
-			for _, req := range reqs {
-				if req.Mode == run.Override {
-					if err := refreshBatched(cmd, r, req, batchSize, rep); err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
-						failed++
-					}
-					continue
-				}
-				res := r.Refresh(cmd.Context(), req)
-				printResult(cmd.OutOrStdout(), res)
-				if res.Err != nil {
-					failed++
-				}
-			}
-			if failed > 0 {
-				return exitError{1}
-			}
-			return nil
+			return runRefreshes(cmd, run.New(db, opts), reqs, batchSize)
 		},
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
@@ -141,6 +124,54 @@ with uncommitted changes, or outside a git repository, are refused unless
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd, g)
 	return cmd
+}
+
+// runRefreshes runs reqs in turn; a failed one does not stop the others,
+// an interrupt does (and says what committed).
+func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSize int) error {
+	failed := 0
+	rep := newBatchReporter(cmd.OutOrStdout())
+	tally := &run.Tally{}
+	for i, req := range reqs {
+		if req.Mode == run.Override {
+			err := refreshBatched(cmd, r, req, batchSize, rep, tally)
+			if stop := tally.Interrupted(cmd.Context(), err, flowNames(reqs[i+1:]), refreshNext); stop != nil {
+				return stop
+			}
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
+				failed++
+			}
+			continue
+		}
+		res := r.Refresh(cmd.Context(), req)
+		tally.Refreshed(res)
+		stop := tally.Interrupted(cmd.Context(), res.Err, flowNames(reqs[i+1:]), refreshNext)
+		if res.Err == nil || stop == nil {
+			printResult(cmd.OutOrStdout(), res) // a refresh the interrupt rolled back is told of in its account
+		}
+		if stop != nil {
+			return stop
+		}
+		if res.Err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+// refreshNext is what running an interrupted rwc refresh again does.
+const refreshNext = "running the same rwc refresh again is safe: each refresh replaces its rows whole (a --where in batches starts again at its first batch)"
+
+func flowNames(reqs []run.Request) []string {
+	var names []string
+	for _, req := range reqs {
+		names = append(names, "flow "+req.Flow.Name())
+	}
+	return names
 }
 
 // compileWhere compiles a --where predicate against a flow; positions are
@@ -207,7 +238,7 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db
 // refreshBatched runs a --where override in batches along the partition
 // column; each batch commits on its own, so an interrupted run keeps what
 // it finished and running it again is safe.
-func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter) error {
+func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter, tally *run.Tally) error {
 	job := &run.BackfillJob{Path: whereJob, Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
 	batches, err := r.PlanBatches(job)
 	if err != nil {
@@ -224,14 +255,19 @@ func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int
 			return fmt.Errorf("batch %d: %s", i+1, ds[0].Message)
 		}
 		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p, AllowLoss: req.AllowLoss})
+		if res.Err != nil && cmd.Context().Err() != nil {
+			return res.Err // the caller says what was committed
+		}
 		if res.Err != nil {
 			printResult(cmd.OutOrStdout(), res)
 			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))
 		}
 		if len(batches) == 1 {
+			tally.Refreshed(res)
 			printResult(cmd.OutOrStdout(), res)
 			continue
 		}
+		tally.Batch(jobLabel(job), i+1, len(batches))
 		rep.report(run.BatchProgress{Job: job, Batch: i + 1, Total: len(batches), Result: res})
 	}
 	return nil

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/internal/version"
 )
 
 // ParserSettings are the settings that change how PostgreSQL tokenises
@@ -36,8 +38,26 @@ func LockTimeout(d time.Duration) Setting {
 }
 
 // ApplicationName names rwc's sessions in pg_stat_activity and the server
-// log, unless the connection string names them itself.
-const ApplicationName = "rwc"
+// log, with the version that opened them, unless the connection string
+// names them itself.
+var ApplicationName = Name + " " + version.String()
+
+// Name is what every rwc session's application_name starts with. An rwc
+// that named its sessions just that, without its version, set no
+// ConnectionCheck.
+const Name = "rwc"
+
+// FlowApplicationName is the name of the session holding flow's lock: the
+// session to look for when the flow is busy.
+func FlowApplicationName(flow string) string { return ApplicationName + " flow=" + flow }
+
+// ConnectionCheck has the server poll a session's client while a statement
+// runs, so that the statement of an rwc that was killed (kill -9, a CI
+// runner torn down) ends within about a second, its transaction rolled
+// back and its flow's lock released, instead of running on, holding the
+// lock, until it next writes to the client. PostgreSQL 14 has it, which
+// rwc needs anyway.
+var ConnectionCheck = Setting{"client_connection_check_interval", "1s"}
 
 // Reassert is the statement that puts ParserSettings back for the rest of
 // the current transaction. rwc sends it before each statement that embeds
@@ -51,7 +71,8 @@ var Reassert = func() string {
 }()
 
 // Open returns a pool of sessions to the database dsn names, each started
-// with ParserSettings and checked to have them, and with extra (sent at
+// with ParserSettings and checked to have them, with ConnectionCheck, and
+// with extra (sent at
 // startup, as ParserSettings are, and so what RESET and DISCARD ALL return
 // to; not checked). It does not connect yet.
 func Open(dsn string, extra ...Setting) (*sql.DB, error) {
@@ -76,7 +97,7 @@ func NewConnector(dsn string, extra ...Setting) (driver.Connector, error) {
 			cfg.Runtime[s.Name] = s.Value
 		}
 	}
-	for _, s := range extra {
+	for _, s := range append([]Setting{ConnectionCheck}, extra...) {
 		cfg.Runtime[s.Name] = s.Value
 	}
 	if cfg.ApplicationName == "" {

@@ -1,0 +1,26 @@
+package version
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestFromBuild(t *testing.T) {
+	for _, c := range []struct {
+		main     string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"v0.4.0", nil, "0.4.0"},
+		{"(devel)", nil, "dev"},
+		{"", nil, "dev"},
+		{"(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "118dc86abcdef0123456789"}}, "0.0.0-118dc86abcde"},
+		{"v0.0.0-20261201122918-118dc86abcde+dirty", []debug.BuildSetting{{Key: "vcs.revision", Value: "118dc86abcdef0123456789"}, {Key: "vcs.modified", Value: "true"}}, "0.0.0-118dc86abcde+dirty"},
+		{"v0.4.1-0.20261201122918-118dc86abcde", []debug.BuildSetting{{Key: "vcs.revision", Value: "118dc86abcdef0123456789"}}, "0.0.0-118dc86abcde"},
+	} {
+		info := &debug.BuildInfo{Main: debug.Module{Version: c.main}, Settings: c.settings}
+		if got := fromBuild(info); got != c.want {
+			t.Errorf("fromBuild(%q, %v) = %q, want %q", c.main, c.settings, got, c.want)
+		}
+	}
+}
