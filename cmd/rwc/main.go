@@ -66,7 +66,7 @@ one that gives up names the table that was locked and the session holding it.`,
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL (default $RWC_DATABASE_URL, else the local PostgreSQL under .rwc/)")
 	root.PersistentFlags().StringVarP(&g.dir, "chdir", "C", "", "run as if rwc was started in `DIR`")
-	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newLocalCmd(g))
+	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newStateCmd(g), newLocalCmd(g))
 	return root
 }
 
