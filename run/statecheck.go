@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
@@ -45,7 +46,8 @@ type StateFinding struct {
 	// schema_version, flow_row_missing, not_adoptable, target_missing or
 	// target_replaced.
 	Code    string `json:"code"`
-	Object  string `json:"object"` // rwc.events, rwc.flows.target_oid, flow NAME
+	Object  string `json:"object"`         // rwc.events, rwc.flows.target_oid, flow NAME
+	Flow    string `json:"flow,omitempty"` // the flow a finding is about
 	Message string `json:"message"`
 	// Repair is what rwc state repair does about it; "" when it does
 	// nothing, and then Action says what to do.
@@ -115,11 +117,27 @@ type deployedTarget struct {
 	current       uint32
 }
 
-func (t flowRow) name() string { return qualified(t.schema, t.table) }
+func (t flowRow) name() string { return displayName(t.schema, t.table) }
 
+// qualified is schema.table as SQL, for to_regclass.
 func qualified(schema, table string) string {
 	return pq.QuoteIdentifier(schema) + "." + pq.QuoteIdentifier(table)
 }
+
+// displayName is schema.table as quote_ident writes it, for a message:
+// quoted only where SQL needs it.
+func displayName(schema, table string) string {
+	return diag.Visible(identText(schema) + "." + identText(table))
+}
+
+func identText(s string) string {
+	if plainIdent.MatchString(s) {
+		return s
+	}
+	return pq.QuoteIdentifier(s)
+}
+
+var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_$]*$`)
 
 // intact reports whether table t has columns cols as rwc made them.
 func (c *catalog) intact(t string, cols ...string) bool {
@@ -394,11 +412,11 @@ func (in *inspection) flowFindings(rep *StateReport) {
 		}
 		switch {
 		case f.current == 0:
-			rep.Findings = append(rep.Findings, StateFinding{Code: "target_missing", Object: "flow " + n,
+			rep.Findings = append(rep.Findings, StateFinding{Code: "target_missing", Object: "flow " + n, Flow: n,
 				Message: fmt.Sprintf("the target %s of flow %s is gone (dropped outside rwc)", f.name(), n),
 				Action:  "rwc apply creates it again and fills its window (rows outside the window went with the table); if the flow left the specs, rwc apply --drop-removed forgets it"})
 		case f.current != f.oid:
-			rep.Findings = append(rep.Findings, StateFinding{Code: "target_replaced", Object: "flow " + n,
+			rep.Findings = append(rep.Findings, StateFinding{Code: "target_replaced", Object: "flow " + n, Flow: n,
 				Message: fmt.Sprintf("the table %s is not the target rwc created for flow %s (oid %d; rwc.flows records %d): it was dropped and created again outside rwc, and rwc refuses to refresh it", f.name(), n, f.current, f.oid),
 				Action:  "drop it, and rwc apply creates and fills the target; or " + renameAside})
 		}
@@ -423,23 +441,23 @@ func (in *inspection) flowFindings(rep *StateReport) {
 		r, hasRecord := in.evidence[n]
 		d, deployed := in.deployed[n]
 		if r, ok := in.adoptable(n); ok {
-			rep.Findings = append(rep.Findings, StateFinding{Code: "flow_row_missing", Object: "flow " + n,
-				Message: fmt.Sprintf("flow %s has no row in rwc.flows, but its target %s is the table rwc created (oid %d, as event #%d recorded)", n, qualified(r.schema, r.table), r.oid, r.event),
+			rep.Findings = append(rep.Findings, StateFinding{Code: "flow_row_missing", Object: "flow " + n, Flow: n,
+				Message: fmt.Sprintf("flow %s has no row in rwc.flows, but its target %s is the table rwc created (oid %d, as event #%d recorded)", n, displayName(r.schema, r.table), r.oid, r.event),
 				Repair:  "re-adopts it: recreates its row with the table's columns and oid, without touching its rows; its next refresh recomputes its whole window (PRIOR_REPLACE_WHERE_PREDICATE_MISSING) and keeps every row outside it"})
 			continue
 		}
 		switch {
 		case hasRecord && r.current != 0 && r.current != r.oid:
-			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n,
-				Message: fmt.Sprintf("flow %s has no row in rwc.flows, and the table %s is not the one rwc created for it (oid %d; event #%d recorded %d): rwc does not adopt it", n, qualified(r.schema, r.table), r.current, r.event, r.oid),
+			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n, Flow: n,
+				Message: fmt.Sprintf("flow %s has no row in rwc.flows, and the table %s is not the one rwc created for it (oid %d; event #%d recorded %d): rwc does not adopt it", n, displayName(r.schema, r.table), r.current, r.event, r.oid),
 				Action:  renameAside})
 		case hasRecord && r.current != 0:
-			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n,
-				Message: fmt.Sprintf("flow %s has no row in rwc.flows, and another flow's row names its table %s: rwc does not adopt it", n, qualified(r.schema, r.table)),
+			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n, Flow: n,
+				Message: fmt.Sprintf("flow %s has no row in rwc.flows, and another flow's row names its table %s: rwc does not adopt it", n, displayName(r.schema, r.table)),
 				Action:  "rename one of the flows' tables in the specs"})
 		case !hasRecord && deployed && d.current != 0:
-			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n,
-				Message: fmt.Sprintf("flow %s (deployment #%d) has no row in rwc.flows, and the event log holds no record of its target's identity, so nothing shows that the table %s is the one rwc created: rwc does not adopt it, and rwc apply refuses it", n, d.deployment, qualified(d.schema, d.table)),
+			rep.Findings = append(rep.Findings, StateFinding{Code: "not_adoptable", Object: "flow " + n, Flow: n,
+				Message: fmt.Sprintf("flow %s (deployment #%d) has no row in rwc.flows, and the event log holds no record of its target's identity, so nothing shows that the table %s is the one rwc created: rwc does not adopt it, and rwc apply refuses it", n, d.deployment, displayName(d.schema, d.table)),
 				Action:  renameAside})
 		}
 	}
@@ -598,7 +616,7 @@ func (r *repairer) schema(in *inspection) error {
 					return err
 				}
 			}
-			r.did = append(r.did, "recreated the "+keyText(k)+" of rwc."+t.name)
+			r.did = append(r.did, "recreated rwc."+t.name+"'s "+keyText(k))
 		}
 	}
 	var rows, v int
@@ -734,7 +752,7 @@ func (r *repairer) adopt(in *inspection) error {
 		if err := r.exec(step, `DELETE FROM rwc.fingerprints WHERE flow = $1`, n); err != nil {
 			return err
 		}
-		r.did = append(r.did, fmt.Sprintf("re-adopted %s as the target of flow %s (its rows untouched; its next refresh recomputes the whole window)", qualified(rec.schema, rec.table), n))
+		r.did = append(r.did, fmt.Sprintf("re-adopted %s as the target of flow %s (its rows untouched; its next refresh recomputes the whole window)", displayName(rec.schema, rec.table), n))
 	}
 	return nil
 }

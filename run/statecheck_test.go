@@ -123,6 +123,10 @@ func TestDamagedStateHeals(t *testing.T) {
 		{"flows identity column dropped", `ALTER TABLE rwc.flows DROP COLUMN target_oid`, "missing_column", "rwc.flows.target_oid", "PRIOR_REPLACE_WHERE_PREDICATE_MISSING", true, false},
 		{"events column dropped", `ALTER TABLE rwc.events DROP COLUMN details`, "missing_column", "rwc.events.details", "", true, true},
 		{"flows key dropped", `ALTER TABLE rwc.flows DROP CONSTRAINT flows_pkey`, "missing_key", "rwc.flows", "", true, true},
+		{"events index dropped", `DROP INDEX rwc.events_flow`, "missing_key", "rwc.events", "", true, true},
+		{"column retyped", `ALTER TABLE rwc.flows ALTER COLUMN query_fingerprint TYPE varchar(200)`, "wrong_column", "rwc.flows.query_fingerprint", "", true, true},
+		{"serial default dropped", `ALTER TABLE rwc.events ALTER COLUMN id DROP DEFAULT`, "wrong_column", "rwc.events.id", "", true, true},
+		{"not null dropped", `ALTER TABLE rwc.deployments ALTER COLUMN specs DROP NOT NULL`, "wrong_column", "rwc.deployments.specs", "", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, dir := healEnv(t)
