@@ -171,10 +171,12 @@ func TestDamagedStateHeals(t *testing.T) {
 				t.Errorf("state check (text) exited %d:\n%s", code, text)
 			}
 
+			whole := e.rows(`SELECT t, ctid, xmin FROM t`)
 			rep = stateReport(t, e, "repair", 0)
 			if len(rep.Repaired) == 0 || !rep.Healthy() {
 				t.Fatalf("state repair: %+v", rep)
 			}
+			pgtest.SameRows(t, "the target's rows and their versions after the repair", e.rows(`SELECT t, ctid, xmin FROM t`), whole)
 			if again := stateReport(t, e, "repair", 0); len(again.Repaired) != 0 || !again.Healthy() {
 				t.Fatalf("a second repair changed something: %+v", again)
 			}
@@ -294,7 +296,7 @@ func TestRepairNeverAdoptsATableRWCDidNotCreate(t *testing.T) {
 			t.Fatalf("state check: %+v", rep)
 		}
 		code, text := runRWC(t, e.dsn, "state", "repair")
-		if code != 2 || !strings.Contains(text, "no record of its target's identity") || !strings.Contains(text, "need you") {
+		if code != 2 || !strings.Contains(text, "no record of its target's identity") || !strings.Contains(text, "rwc state repair cannot mend this: it needs you") {
 			t.Fatalf("state repair exited %d:\n%s", code, text)
 		}
 		refuses(t, e, dir)

@@ -29,10 +29,10 @@ func (r StateReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "    to do: %s\n", f.Action)
 		}
 	}
-	switch {
-	case repairable > 0:
+	if repairable > 0 {
 		fmt.Fprintf(w, "run rwc state repair to mend %s (it never touches a target's rows)\n", diag.Plural(repairable, "finding"))
-	case yours > 0 && len(r.Repaired) == 0:
-		fmt.Fprintln(w, "rwc state repair cannot mend these: they need you")
+	}
+	if yours > 0 {
+		fmt.Fprintf(w, "rwc state repair cannot mend %s: %s you\n", map[bool]string{true: "this", false: "these"}[yours == 1], map[bool]string{true: "it needs", false: "they need"}[yours == 1])
 	}
 }
