@@ -49,6 +49,61 @@ func StateProblem(err error) string {
 	})
 }
 
+// StateDamage is a state schema that is not what its version says: a
+// table, a column, a key or an index rwc relies on is missing or altered,
+// or the version number is wrong. Nothing runs on it: PostgreSQL's
+// "relation … does not exist" halfway through a refresh, or a migration
+// tripping over what is already there, would say neither what is wrong
+// nor what to do.
+type StateDamage struct {
+	// Version is what rwc.schema_version says (-1: nothing readable).
+	Version  int
+	Problems []string
+}
+
+// stateRepairHint is what to do about a damaged state.
+const stateRepairHint = "run rwc state check to see what is wrong, and rwc state repair to recreate rwc's bookkeeping (it never touches a target's rows)"
+
+func (e *StateDamage) Error() string {
+	ps := e.Problems
+	more := ""
+	if len(ps) > 6 {
+		ps, more = ps[:6], fmt.Sprintf("; and %d more", len(ps)-6)
+	}
+	return fmt.Sprintf("rwc's state (schema rwc) is damaged: %s%s; nothing was changed: %s", strings.Join(ps, "; "), more, stateRepairHint)
+}
+
+// damage is the StateDamage of a state whose rwc.schema_version says
+// version (noVersion: nothing) and whose schema has problems.
+func damage(version int, problems []schemaProblem) error {
+	e := &StateDamage{Version: version}
+	newer := false
+	for _, p := range problems {
+		e.Problems = append(e.Problems, p.text)
+		newer = newer || p.code == "newer_object"
+	}
+	if newer {
+		e.Problems = append([]string{fmt.Sprintf("rwc.schema_version says version %d, but the schema has what later versions added", version)}, e.Problems...)
+	}
+	if len(e.Problems) == 0 {
+		e.Problems = []string{"rwc.schema_version is missing or unreadable"}
+	}
+	return e
+}
+
+// StateReadProblem says why rwc state check or repair could not read or
+// change rwc's state, as StateProblem does.
+func StateReadProblem(err error) string {
+	var re *RepairError
+	if errors.As(err, &re) {
+		return re.Error() // names the step
+	}
+	return serverProblem("rwc's state (schema rwc) cannot be checked or repaired", err, map[string]string{
+		"42501": "the role rwc connects as needs to own schema rwc and its tables (or their privileges): see docs/least-privilege.md",
+		"25006": "the session is read-only (default_transaction_read_only, or a standby): point rwc at the primary",
+	})
+}
+
 func serverProblem(what string, err error, hints map[string]string) string {
 	var lte *LockTimeoutError
 	if errors.As(err, &lte) {

@@ -42,6 +42,9 @@ func lastDeployment(ctx context.Context, q queryer) (id int64, commit string, sp
 func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 	defer func() { err = lockTimeout(ctx, db, "rwc's state", stateRels, 0, "nothing was changed", err) }()
 	ps := PlanState{Flows: map[string]compile.FlowState{}, LastRefresh: map[string]string{}}
+	if err := verifyState(ctx, db); err != nil {
+		return ps, err
+	}
 	if ps.DeploymentID, ps.Commit, ps.Specs, err = lastDeployment(ctx, db); err != nil {
 		return ps, err
 	}

@@ -549,7 +549,7 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	}
 	switch {
 	case oid.Valid && !st.Found:
-		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name",
+		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name (if rwc created it and lost the flow's row in rwc.flows, rwc state check says so, and rwc state repair re-adopts it)",
 			s.Target, f.Table.Pos)
 	case oid.Valid && uint32(oid.Int64) != st.targetOID:
 		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
@@ -688,9 +688,12 @@ func insertEvent(ctx context.Context, q interface {
 		m["backfill"] = res.Backfill
 	}
 	details, _ := json.Marshal(m)
+	// The event keeps a copy of the flow's target as rwc.flows records it
+	// (targetEvidence): what shows, should that row be lost, that rwc
+	// created the table.
 	_, err := q.ExecContext(ctx, `INSERT INTO rwc.events (flow, kind, action, reasons, predicate_cel, predicate_sql,
 		rows_deleted, rows_inserted, started_at, duration_ms, error, details)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12::jsonb || coalesce((`+targetEvidence+`), '{}'))`,
 		res.Flow, kind, res.Action, pq.Array(res.Reasons), res.PredicateCEL, res.PredicateSQL,
 		res.RowsDeleted, res.RowsInserted, res.StartedAt, d.Milliseconds(), errText, string(details))
 	return err

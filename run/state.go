@@ -7,6 +7,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/lib/pq"
 )
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
@@ -111,7 +113,11 @@ var migrations = []string{
 const migrateLock = 0x7277630001 // "rwc" 0001
 
 // Migrate creates or upgrades the state schema. It is idempotent and safe to
-// run concurrently.
+// run concurrently. It checks the schema itself, not only its version
+// number: a table, column, key or index that rwc relies on and that is
+// missing or altered (dropped by hand, a version lowered) is a StateDamage,
+// said in rwc's words before anything runs, and nothing is changed (rwc
+// state check says what, rwc state repair mends it).
 func Migrate(ctx context.Context, db *sql.DB) (err error) {
 	defer func() { err = lockTimeout(ctx, db, "rwc's state schema", stateRels, 0, "nothing was changed", err) }()
 	var version int
@@ -122,10 +128,17 @@ func Migrate(ctx context.Context, db *sql.DB) (err error) {
 		return err
 	}
 	// The usual case, the state already current, reads it without a lock
-	// or a write; anything else (no state yet, an old one, an error) takes
-	// the locked path below.
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT version FROM rwc.schema_version`).Scan(&current); err == nil && current == stateVersion {
+	// or a write (the catalog too); anything else (no state yet, an old
+	// one, an error) takes the locked path below.
+	var rows, current int
+	if err := db.QueryRowContext(ctx, `SELECT count(*), coalesce(max(version), -1) FROM rwc.schema_version`).Scan(&rows, &current); err == nil && rows == 1 && current == stateVersion {
+		cat, err := readCatalog(ctx, db)
+		if err != nil {
+			return fmt.Errorf("state schema: %w", err)
+		}
+		if ps := cat.schemaProblems(stateVersion); len(ps) > 0 {
+			return damage(current, ps)
+		}
 		return nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -136,22 +149,35 @@ func Migrate(ctx context.Context, db *sql.DB) (err error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 		return fmt.Errorf("state schema: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS rwc;
-		CREATE TABLE IF NOT EXISTS rwc.schema_version (version integer NOT NULL)`); err != nil {
+	cat, err := readCatalog(ctx, tx)
+	if err != nil {
 		return fmt.Errorf("state schema: %w", err)
 	}
-	var v int
-	err = tx.QueryRowContext(ctx, `SELECT version FROM rwc.schema_version`).Scan(&v)
+	v, err := readVersion(ctx, tx, cat)
+	if err != nil {
+		return err
+	}
 	switch {
-	case err == sql.ErrNoRows:
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rwc.schema_version VALUES (0)`); err != nil {
-			return err
+	case v == noVersion && cat.hasStateTables():
+		return damage(v, cat.schemaProblems(stateVersion))
+	case v == noVersion:
+		// No state yet (or an empty schema rwc): create it from version 0.
+		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS rwc;
+			CREATE TABLE IF NOT EXISTS rwc.schema_version (version integer NOT NULL);
+			DELETE FROM rwc.schema_version; INSERT INTO rwc.schema_version VALUES (0)`); err != nil {
+			return fmt.Errorf("state schema: %w", err)
 		}
-	case err != nil:
-		return fmt.Errorf("state schema: %w", err)
-	}
-	if v > stateVersion {
+		if cat, err = readCatalog(ctx, tx); err != nil {
+			return fmt.Errorf("state schema: %w", err)
+		}
+		v = 0
+	case v > stateVersion:
 		return fmt.Errorf("the database's rwc state is version %d, newer than this rwc understands (%d): upgrade rwc", v, stateVersion)
+	}
+	// An old state must be exactly that version's, or the migrations would
+	// build on what is not there (or trip over what already is).
+	if ps := cat.schemaProblems(v); len(ps) > 0 {
+		return damage(v, ps)
 	}
 	for ; v < stateVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
@@ -164,12 +190,76 @@ func Migrate(ctx context.Context, db *sql.DB) (err error) {
 	return tx.Commit()
 }
 
+// noVersion is readVersion's answer when rwc.schema_version is missing or empty.
+const noVersion = -1
+
+// readVersion reads the state's version number: noVersion when
+// rwc.schema_version is missing or empty (and nothing else of the state
+// is there, a state not made yet); a StateDamage when it is damaged or
+// holds several rows.
+func readVersion(ctx context.Context, q queryer, cat *catalog) (int, error) {
+	cols, ok := cat.tables["schema_version"]
+	if !ok {
+		return noVersion, nil
+	}
+	if c, ok := cols["version"]; !ok || c.typ != "integer" {
+		return 0, damage(noVersion, cat.schemaProblems(stateVersion))
+	}
+	var n, v int
+	if err := q.QueryRowContext(ctx, `SELECT count(*), coalesce(max(version), -1) FROM rwc.schema_version`).Scan(&n, &v); err != nil {
+		return 0, fmt.Errorf("state schema: %w", err)
+	}
+	switch {
+	case n == 0 && cat.hasStateTables():
+		return 0, damage(noVersion, []schemaProblem{{code: "schema_version", object: "rwc.schema_version", text: "rwc.schema_version is empty"}})
+	case n == 0:
+		return noVersion, nil
+	case n > 1:
+		return 0, damage(noVersion, []schemaProblem{{code: "schema_version", object: "rwc.schema_version",
+			text: fmt.Sprintf("rwc.schema_version holds %d rows, not one", n)}})
+	}
+	return v, nil
+}
+
 // StateExists reports whether the database has rwc's state at all, without
-// creating it: rwc plan only reads.
+// creating it: rwc plan only reads. A state that is there but damaged
+// exists (ReadPlanState then says what is wrong).
 func StateExists(ctx context.Context, db *sql.DB) (bool, error) {
 	var ok bool
-	err := db.QueryRowContext(ctx, `SELECT to_regclass('rwc.schema_version') IS NOT NULL AND to_regclass('rwc.flows') IS NOT NULL`).Scan(&ok)
+	err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'rwc' AND c.relname = ANY ($1))`, pq.Array(stateTableNames())).Scan(&ok)
 	return ok, err
+}
+
+// verifyState checks the state's schema against its version's without
+// changing anything (rwc plan reads a state it does not migrate).
+func verifyState(ctx context.Context, db *sql.DB) error {
+	cat, err := readCatalog(ctx, db)
+	if err != nil {
+		return err
+	}
+	v, err := readVersion(ctx, db, cat)
+	if err != nil {
+		return err
+	}
+	switch {
+	case v == noVersion && cat.hasStateTables():
+		return damage(v, cat.schemaProblems(stateVersion))
+	case v == noVersion, v > stateVersion:
+		return nil // none yet; a newer one is Migrate's to refuse
+	}
+	if ps := cat.schemaProblems(v); len(ps) > 0 {
+		return damage(v, ps)
+	}
+	return nil
+}
+
+func stateTableNames() []string {
+	names := make([]string, len(stateSchema))
+	for i, t := range stateSchema {
+		names[i] = t.name
+	}
+	return names
 }
 
 // minServerVersion is the oldest PostgreSQL rwc runs on: fingerprints hash

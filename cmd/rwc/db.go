@@ -20,6 +20,24 @@ import (
 // that fallback is refused (run.ChooseDatabase). The state schema is
 // created or upgraded.
 func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
+	db, err := g.connectOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.Migrate(ctx, db); err != nil {
+		db.Close()
+		var pe *pq.Error
+		if errors.As(err, &pe) {
+			return nil, errors.New(run.StateProblem(err))
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// connectOnly is connect without the state schema: rwc state check and
+// repair work on a state Migrate refuses.
+func (g *globals) connectOnly(ctx context.Context) (*sql.DB, error) {
 	var d *dial
 	if g.early != nil {
 		d, g.early = g.early, nil
@@ -33,14 +51,6 @@ func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
 	<-d.done
 	if d.err != nil {
 		return nil, d.err
-	}
-	if err := run.Migrate(ctx, d.db); err != nil {
-		d.db.Close()
-		var pe *pq.Error
-		if errors.As(err, &pe) {
-			return nil, errors.New(run.StateProblem(err))
-		}
-		return nil, err
 	}
 	return d.db, nil
 }
