@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -150,7 +151,7 @@ func (c *catalog) intact(t string, cols ...string) bool {
 			continue
 		}
 		for _, want := range tbl.columns {
-			if len(cols) > 0 && !contains(cols, want.name) {
+			if len(cols) > 0 && !slices.Contains(cols, want.name) {
 				continue
 			}
 			if got, ok := have[want.name]; !ok || got.typ != want.typ {
@@ -380,12 +381,12 @@ func repairText(p schemaProblem) string {
 			return fmt.Sprintf("recreates it at version %d, and clears the fingerprints", stateVersion)
 		}
 	case "missing_column":
-		if p.table == "flows" && contains(flowIdentity, p.column) {
+		if p.table == "flows" && slices.Contains(flowIdentity, p.column) {
 			return "adds it back; rwc.flows can no longer say which table each flow's target is, so its rows are recreated from the event log's evidence (re-adopted) and each flow's next refresh recomputes its whole window"
 		}
 		return "adds it back (rows already there get its default, or an empty value)"
 	case "wrong_column":
-		if p.table == "flows" && contains(flowIdentity, p.column) {
+		if p.table == "flows" && slices.Contains(flowIdentity, p.column) {
 			return "alters it back; rwc.flows' rows are recreated from the event log's evidence (re-adopted)"
 		}
 		return "alters it back as rwc made it"
@@ -582,7 +583,7 @@ func (r *repairer) schema(in *inspection) error {
 			if err != nil {
 				return err
 			}
-			if changed && t.name == "flows" && contains(flowIdentity, c.name) {
+			if changed && t.name == "flows" && slices.Contains(flowIdentity, c.name) {
 				resetFlows = true
 			}
 		}
