@@ -305,12 +305,46 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 	return true, err
 }
 
+// RefreshBatched runs an override (rwc refresh --where) in batches of days
+// along the partition column, each its own transaction, and calls each with
+// every batch's result, failed or not; a failure stops it. The batches
+// before stay committed, so running it again is safe (with no ledger, it
+// starts again at the first batch). On a protected flow the loss of all the
+// batches is counted before the first runs. name names it as a job.
+func (r *Runner) RefreshBatched(ctx context.Context, req Request, days int, name string, each func(BatchProgress)) error {
+	job := &BackfillJob{Path: name, Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
+	batches, err := r.planBatches(job)
+	if err != nil {
+		return err
+	}
+	if !req.AllowLoss {
+		if err := r.checkOverrideLoss(ctx, req.Flow, batches); err != nil {
+			return err
+		}
+	}
+	for i, b := range batches {
+		p, issues := req.Flow.CompilePredicate(b)
+		if len(issues) > 0 {
+			return fmt.Errorf("batch %d: %s", i+1, issues[0].Message)
+		}
+		res := r.Refresh(ctx, Request{Flow: req.Flow, Mode: Override, Where: p, AllowLoss: req.AllowLoss})
+		each(BatchProgress{Job: job, Batch: i + 1, Total: len(batches), Result: res})
+		if res.Err != nil && ctx.Err() != nil {
+			return res.Err // interrupted: the caller says what was committed
+		}
+		if res.Err != nil {
+			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))
+		}
+	}
+	return nil
+}
+
 // errBatchTaken rolls back a batch that another rwc apply committed while
 // this one waited for the flow's lock. A Refusal: not logged as a failure.
 var errBatchTaken = &Refusal{"the batch was committed by another rwc apply"}
 
-// PlanBatches splits a backfill into its batches as CEL predicates.
-func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
+// planBatches splits a backfill into its batches as CEL predicates.
+func (r *Runner) planBatches(job *BackfillJob) ([]string, error) {
 	days := job.BatchDays
 	if days == 0 {
 		days = DefaultBatchDays
@@ -330,7 +364,7 @@ func (r *Runner) PlanBatches(job *BackfillJob) ([]string, error) {
 }
 
 func (r *Runner) startBackfill(ctx context.Context, job *BackfillJob) error {
-	batches, err := r.PlanBatches(job)
+	batches, err := r.planBatches(job)
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillSt
 	allow := allowLossFile
 	if st == BackfillPending {
 		var err error
-		if cels, err = r.PlanBatches(job); err != nil {
+		if cels, err = r.planBatches(job); err != nil {
 			return err
 		}
 	} else {
@@ -128,12 +128,12 @@ func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillSt
 	return r.checkLoss(ctx, job.Flow, cels, "backfill "+job.Path, allow)
 }
 
-// CheckLoss refuses, before the first of them runs, overrides of f (the
+// checkOverrideLoss refuses, before the first of them runs, overrides of f (the
 // batches of rwc refresh --where, as CEL) that would delete rows they cannot
 // give back when f is protected; nil when f is not, or nothing would be
 // lost. Each batch counts again in its own transaction, which is what
 // decides.
-func (r *Runner) CheckLoss(ctx context.Context, f *compile.Flow, cels []string) error {
+func (r *Runner) checkOverrideLoss(ctx context.Context, f *compile.Flow, cels []string) error {
 	what := "this refresh"
 	if len(cels) == 1 {
 		what += " of " + diag.Visible(cels[0])

@@ -235,40 +235,21 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db
 	return nil
 }
 
-// refreshBatched runs a --where override in batches along the partition
-// column; each batch commits on its own, so an interrupted run keeps what
-// it finished and running it again is safe.
+// refreshBatched runs a --where override in batches (run.RefreshBatched),
+// printing and tallying each.
 func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter, tally *run.Tally) error {
-	job := &run.BackfillJob{Path: whereJob, Flow: req.Flow, Where: req.Where, BatchDays: days, KeepWindow: true}
-	batches, err := r.PlanBatches(job)
-	if err != nil {
-		return err
-	}
-	if !req.AllowLoss {
-		if err := r.CheckLoss(cmd.Context(), req.Flow, batches); err != nil {
-			return err
+	return r.RefreshBatched(cmd.Context(), req, days, whereJob, func(b run.BatchProgress) {
+		switch {
+		case b.Result.Err != nil:
+			if cmd.Context().Err() == nil { // else the caller says what was committed
+				printResult(cmd.OutOrStdout(), b.Result)
+			}
+		case b.Total == 1:
+			tally.Refreshed(b.Result)
+			printResult(cmd.OutOrStdout(), b.Result)
+		default:
+			tally.Batch(jobLabel(b.Job), b.Batch, b.Total)
+			rep.report(b)
 		}
-	}
-	for i, b := range batches {
-		p, ds := compileWhere(b, req.Flow)
-		if ds.HasErrors() {
-			return fmt.Errorf("batch %d: %s", i+1, ds[0].Message)
-		}
-		res := r.Refresh(cmd.Context(), run.Request{Flow: req.Flow, Mode: run.Override, Where: p, AllowLoss: req.AllowLoss})
-		if res.Err != nil && cmd.Context().Err() != nil {
-			return res.Err // the caller says what was committed
-		}
-		if res.Err != nil {
-			printResult(cmd.OutOrStdout(), res)
-			return fmt.Errorf("batch %d of %d failed; the batches before it are committed", i+1, len(batches))
-		}
-		if len(batches) == 1 {
-			tally.Refreshed(res)
-			printResult(cmd.OutOrStdout(), res)
-			continue
-		}
-		tally.Batch(jobLabel(job), i+1, len(batches))
-		rep.report(run.BatchProgress{Job: job, Batch: i + 1, Total: len(batches), Result: res})
-	}
-	return nil
+	})
 }
