@@ -3,8 +3,11 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/rwc-dev/rwc/compile"
 )
@@ -106,17 +109,41 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 		}
 	}
 	if len(failed) > 0 {
-		msg := fmt.Sprintf("%d of %d flows failed", len(failed)-skipped, len(p.Flows))
-		if skipped > 0 {
-			msg += fmt.Sprintf(" and %d were skipped", skipped)
-		}
-		return results, fmt.Errorf("%s; the deployment was not recorded", msg)
+		return results, applyFailures(results, len(failed)-skipped, skipped, len(p.Flows))
 	}
 	if err := tally.Interrupted(ctx, nil, nil, applyNext); err != nil {
 		return results, err
 	}
 	err = r.recordDeployment(ctx, dep)
 	return results, r.stateLocked(ctx, "recording the deployment", "every flow was refreshed, but the deployment was not recorded: run rwc apply again to record it", err)
+}
+
+// applyFailures is the error of an apply some of whose flows failed: how
+// many, and each failure on a line of its own, so that the end of a CI log
+// says what to look at without scrolling back.
+func applyFailures(results []Result, failed, skipped, flows int) error {
+	var errs *multierror.Error
+	for _, res := range results {
+		if res.Err != nil {
+			line, _, _ := strings.Cut(res.Err.Error(), "\n")
+			if !strings.Contains(line, "flow "+res.Flow+":") {
+				line = "flow " + res.Flow + ": " + line
+			}
+			errs = multierror.Append(errs, errors.New(line))
+		}
+	}
+	msg := fmt.Sprintf("%d of %d flows failed", failed, flows)
+	if skipped > 0 {
+		msg += fmt.Sprintf(" and %d were skipped", skipped)
+	}
+	errs.ErrorFormat = func(es []error) string {
+		lines := []string{msg + "; the deployment was not recorded:"}
+		for _, e := range es {
+			lines = append(lines, "  - "+e.Error())
+		}
+		return strings.Join(lines, "\n")
+	}
+	return errs
 }
 
 // applyNext is what the next rwc apply does after an interrupted one.

@@ -159,7 +159,11 @@ func TestBadInputAtRunTime(t *testing.T) {
 	ml, mc := lineCol(t, badInputSpec, "FROM visit", "visit")
 	for _, want := range []string{
 		fmt.Sprintf("p.yaml:%d:%d: flow missing: the query failed: relation \"visit\" does not exist", ml, mc),
-		"division by zero", "skipped: it reads the target of divzero", "2 of 4 flows failed and 1 were skipped",
+		"division by zero", "skipped: it reads the target of divzero",
+		// The end of the log lists each failure again, one per line.
+		"2 of 4 flows failed and 1 were skipped; the deployment was not recorded:\n  - ",
+		"\n  - flow downstream: skipped: it reads the target of divzero, whose refresh failed",
+		fmt.Sprintf("p.yaml:%d:%d: flow missing: the query failed: relation \"visit\" does not exist (SQLSTATE 42P01); the refresh was rolled back and the target is unchanged\n  - flow downstream", ml, mc),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rwc apply output lacks %q:\n%s", want, out)
