@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestCIRecipe(t *testing.T) {
 					}
 					args = append(args, f)
 				}
-				root := newRoot()
+				root := newRoot(io.Discard)
 				cmd, rest, err := root.Find(args)
 				if err != nil || cmd == root {
 					t.Errorf("job %s: %q is not an rwc command", job, line)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"testing"
 )
@@ -11,7 +12,7 @@ import (
 func TestCLIReference(t *testing.T) {
 	t.Setenv("RWC_TIMEZONE", "")
 	var b bytes.Buffer
-	writeCLIReference(&b, newRoot())
+	writeCLIReference(&b, newRoot(io.Discard))
 	const path = "../../docs/cli.md"
 	if *update {
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

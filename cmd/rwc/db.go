@@ -149,7 +149,7 @@ func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
 		// OpenLocal would initdb a cluster just to find it stopped.
 		return "", nil
 	}
-	l, err := run.OpenLocal(".", os.Stderr)
+	l, err := run.OpenLocal(".", g.stderr)
 	if err != nil {
 		return "", fmt.Errorf("no --dsn or RWC_DATABASE_URL, and the local PostgreSQL cannot be used: %v", err)
 	}
@@ -157,7 +157,7 @@ func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
 		if !start {
 			return "", nil
 		}
-		fmt.Fprintf(os.Stderr, "rwc: no --dsn or RWC_DATABASE_URL: starting the local PostgreSQL under %s (stop it with rwc local stop)\n", run.LocalDir)
+		fmt.Fprintf(g.stderr, "rwc: no --dsn or RWC_DATABASE_URL: starting the local PostgreSQL under %s (stop it with rwc local stop)\n", run.LocalDir)
 	}
 	if err := l.Start(ctx); err != nil {
 		return "", err

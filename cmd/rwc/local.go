@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +21,7 @@ pg_ctl (as an unprivileged user when run as root), listening on 127.0.0.1 only.`
 		Short: "Initialise (first time) and start the local PostgreSQL",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := run.OpenLocal(".", os.Stderr)
+			l, err := run.OpenLocal(".", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -41,7 +40,7 @@ pg_ctl (as an unprivileged user when run as root), listening on 127.0.0.1 only.`
 				fmt.Fprintln(cmd.ErrOrStderr(), "rwc: there is no local PostgreSQL under "+run.LocalDir)
 				return nil
 			}
-			l, err := run.OpenLocal(".", os.Stderr)
+			l, err := run.OpenLocal(".", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -55,7 +54,7 @@ pg_ctl (as an unprivileged user when run as root), listening on 127.0.0.1 only.`
 			if !run.LocalExists(".") {
 				return fmt.Errorf("there is no local PostgreSQL under %s: start it with rwc local start", run.LocalDir)
 			}
-			l, err := run.OpenLocal(".", os.Stderr)
+			l, err := run.OpenLocal(".", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -27,10 +28,13 @@ type globals struct {
 	// lockTimeout is every session's lock_timeout: --lock-timeout where a
 	// command has it (0: run.DefaultLockTimeout).
 	lockTimeout time.Duration
+	// stderr is where messages outside a command's own output go (the
+	// local PostgreSQL starting, lint errors before a plan).
+	stderr io.Writer
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot(stderr io.Writer) *cobra.Command {
+	g := &globals{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "rwc",
 		Short: "Keep PostgreSQL tables up to date with REPLACE WHERE flows",
@@ -88,17 +92,22 @@ before the signal reached it exits as it would have.`,
 
 func main() {
 	gcpolicy.Restore() // the libraries are initialised
-	os.Exit(execute(os.Args[1:]))
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // execute runs rwc with args and returns its exit status: 0, the
 // command's own (1 on failure, plan's 2), or, when a SIGINT or SIGTERM
 // stopped the command before it finished, 130 or 143 (interrupt.code).
-func execute(args []string) int {
-	ctx, in, stop := catchInterrupts(os.Stderr, os.Exit)
+// Everything it prints goes to stdout and stderr, so that the CLI can be
+// run in-process.
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, in, stop := catchInterrupts(stderr, os.Exit)
 	defer stop()
-	root := newRoot()
+	root := newRoot(stderr)
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {
@@ -106,9 +115,9 @@ func execute(args []string) int {
 		return 0 // it finished what it was doing before the signal stopped it
 	case errors.As(err, &ee):
 	case in.code() != 0:
-		fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(interruptedText(err), args))
+		fmt.Fprintf(stderr, "rwc: %s\n", redactArgs(interruptedText(err), args))
 	default:
-		fmt.Fprintf(os.Stderr, "rwc: %s\n", redactArgs(err.Error(), args))
+		fmt.Fprintf(stderr, "rwc: %s\n", redactArgs(err.Error(), args))
 		return 1
 	}
 	if code := in.code(); code != 0 {

@@ -14,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite generated docs and golden files
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"rwc": func() { os.Exit(execute(os.Args[1:])) },
+		"rwc": func() { os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 

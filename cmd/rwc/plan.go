@@ -126,7 +126,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		return nil, err
 	}
 	if ds.HasErrors() {
-		diag.WriteText(os.Stderr, ds, sourcesOf(head))
+		diag.WriteText(g.stderr, ds, sourcesOf(head))
 		return nil, fmt.Errorf("%s has errors (%s); fix them before planning", dir, ds.Summary())
 	}
 	commit, dirty, err := diff.Head(dir)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,35 +146,10 @@ func runRWC(t *testing.T, args ...string) (stdout, stderr string, code int) {
 			t.Fatal(err)
 		}
 	}()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	ro, wo, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	re, we, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func(r *os.File) <-chan string {
-		c := make(chan string, 1)
-		go func() {
-			b, _ := io.ReadAll(r)
-			r.Close()
-			c <- string(b)
-		}()
-		return c
-	}
-	outC, errC := read(ro), read(re)
-	func() {
-		defer func() {
-			os.Stdout, os.Stderr = oldOut, oldErr
-			wo.Close()
-			we.Close()
-		}()
-		os.Stdout, os.Stderr = wo, we
-		code = execute(args)
-	}()
-	return <-outC, <-errC, code
+	// In-process: all the CLI prints goes to the writers it is given.
+	var out, errOut bytes.Buffer
+	code = execute(args, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), code
 }
 
 // golden compares got with the file, or rewrites the file under -update.
