@@ -108,7 +108,13 @@ type ColumnChange struct {
 }
 
 // Change renders it as a plan's change entry: column_added:uniq_users.
-func (c ColumnChange) Change() string { return "column_" + c.Kind + ":" + c.Column }
+func (c ColumnChange) Change() string { return c.AsChange().String() }
+
+// AsChange is the plan's change for it.
+func (c ColumnChange) AsChange() Change {
+	kind := map[string]ChangeKind{"added": ChangeColumnAdded, "dropped": ChangeColumnDropped, "retyped": ChangeColumnRetyped}[c.Kind]
+	return Change{Kind: kind, Column: c.Column}
+}
 
 // Destructive reports whether applying it can lose data.
 func (c ColumnChange) Destructive() bool { return c.Kind != "added" }

@@ -52,7 +52,7 @@ type FlowPlan struct {
 	Target        string            `json:"target"`
 	Action        string            `json:"action"`
 	Reasons       []string          `json:"reasons"`
-	Changes       []string          `json:"changes"`
+	Changes       Changes           `json:"changes"`
 	Window        string            `json:"window,omitempty"`
 	WindowSQL     string            `json:"window_sql,omitempty"`
 	WindowChange  *predicate.Change `json:"window_change,omitempty"`
@@ -120,6 +120,9 @@ type PlanInput struct {
 	HeadRev Rev
 	Base    *Project // nil: nothing deployed
 	BaseRev Rev
+	// Definitions is what changed in each flow of both Base and Head
+	// (diff.Classify); a flow not in it did not change.
+	Definitions map[string]Definition
 	State   map[string]FlowState // nil: no database reachable
 	Basis   Fingerprints
 	At      time.Time
@@ -223,7 +226,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		for _, old := range in.Base.Flows {
 			if in.Head.Flow(old.Name()) == nil {
 				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),
-					Action: ActionNone, Reasons: []string{}, Changes: []string{"removed"}, SQL: []string{},
+					Action: ActionNone, Reasons: []string{}, Changes: Changes{{Kind: ChangeRemoved}}, SQL: []string{},
 					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (rwc apply --drop-removed drops it)"}})
 			}
 		}
@@ -293,7 +296,7 @@ func planFlows(in PlanInput, rc predicate.Resolution) ([]FlowPlan, error) {
 }
 
 func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) {
-	fp := FlowPlan{Flow: f.Name(), Pipeline: f.Table.Pipeline.Name, Target: f.Target(), Reasons: []string{}, Changes: []string{}, SQL: []string{}}
+	fp := FlowPlan{Flow: f.Name(), Pipeline: f.Table.Pipeline.Name, Target: f.Target(), Reasons: []string{}, Changes: Changes{}, SQL: []string{}}
 	window, err := f.Predicate.Resolve(rc)
 	if err != nil {
 		return fp, err
@@ -309,9 +312,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		old = in.Base.Flow(f.Name())
 	}
 	if old == nil {
-		fp.Changes = append(fp.Changes, "new")
-	} else {
-		fp.Changes = append(fp.Changes, definitionChanges(old, f, rc, &fp)...)
+		fp.Changes = append(fp.Changes, Change{Kind: ChangeNew})
+	} else if d, ok := in.Definitions[f.Name()]; ok {
+		fp.Changes, fp.WindowChange = append(fp.Changes, d.Changes...), d.Window
 	}
 	st, haveState := in.State[f.Name()]
 	var dec Decision
@@ -341,9 +344,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
 		}
 	}
-	if slices.Contains(fp.Changes, "query_changed") || hasPrefix(fp.Changes, "column_added:") {
+	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
-		if hasPrefix(fp.Changes, "column_added:") {
+		if fp.Changes.Has(ChangeColumnAdded) {
 			outside = "rows outside it keep NULL in the added columns"
 		}
 		fp.Notes = append(fp.Notes, "only the window is recomputed; "+outside+": commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
@@ -360,41 +363,6 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.EstimatedRows = in.Estimate(f, stmts)
 	}
 	return fp, nil
-}
-
-// definitionChanges lists what the spec changed between base and head.
-func definitionChanges(old, f *Flow, rc predicate.Resolution, fp *FlowPlan) []string {
-	var ch []string
-	ow, err1 := old.Predicate.Resolve(rc)
-	nw, err2 := f.Predicate.Resolve(rc)
-	if err1 == nil && err2 == nil && ow.Root.CEL() != nw.Root.CEL() {
-		narrower, wider := predicate.Contains(ow, nw), predicate.Contains(nw, ow)
-		switch {
-		case narrower && wider:
-			ch = append(ch, "predicate_rewritten")
-		case narrower:
-			ch = append(ch, "predicate_narrowed")
-		case wider:
-			ch = append(ch, "predicate_widened")
-		default:
-			ch = append(ch, "predicate_not_comparable")
-		}
-		if f.PartitionBy != "" {
-			if d, ok := predicate.Delta(ow, nw, f.PartitionBy); ok {
-				fp.WindowChange = &d
-			}
-		}
-	}
-	if old.Fingerprint() != f.Fingerprint() {
-		ch = append(ch, "query_changed")
-	}
-	for _, c := range f.ColumnChanges(old.Columns()) {
-		ch = append(ch, c.Change())
-	}
-	if old.Table.ResetAllowed != f.Table.ResetAllowed || old.PartitionBy != f.PartitionBy {
-		ch = append(ch, "properties_changed")
-	}
-	return ch
 }
 
 // FileHashes identifies each spec file, so a stale plan can name the files
@@ -422,14 +390,6 @@ func SpecsHash(p *Project) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func hasPrefix(s []string, prefix string) bool {
-	for _, v := range s {
-		if strings.HasPrefix(v, prefix) {
-			return true
-		}
-	}
-	return false
-}
 
 func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp BackfillPlan, renamedFrom string) {
 	bp = BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/internal/bigproject"
 )
 
@@ -29,8 +30,9 @@ func TestPlan500Corpus(t *testing.T) {
 	if len(head.Flows) != 500 {
 		t.Fatalf("%d flows, want 500", len(head.Flows))
 	}
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	p, err := compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree"}, Base: base,
-		BaseRev: compile.Rev{Source: "git"}, At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)})
+		BaseRev: compile.Rev{Source: "git"}, At: at, Definitions: diff.Classify(base, head, at, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,20 +52,21 @@ func BenchmarkPlan500(b *testing.B) {
 	for b.Loop() {
 		head, base := loadBig(b, headFS), loadBig(b, baseFS)
 		if _, err := compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree"}, Base: base,
-			BaseRev: compile.Rev{Source: "git"}, At: at}); err != nil {
+			BaseRev: compile.Rev{Source: "git"}, At: at, Definitions: diff.Classify(base, head, at, nil)}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkPlan500BuildPlan is BuildPlan alone, head and base loaded once.
+// BenchmarkPlan500BuildPlan is classifying and BuildPlan alone, head and
+// base loaded once.
 func BenchmarkPlan500BuildPlan(b *testing.B) {
 	head, base := loadBig(b, bigproject.Files(25, 20, true)), loadBig(b, bigproject.Files(25, 20, false))
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree"}, Base: base,
-			BaseRev: compile.Rev{Source: "git"}, At: at}); err != nil {
+			BaseRev: compile.Rev{Source: "git"}, At: at, Definitions: diff.Classify(base, head, at, nil)}); err != nil {
 			b.Fatal(err)
 		}
 	}

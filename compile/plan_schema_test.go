@@ -16,6 +16,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/schemas"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -126,7 +127,8 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 	n := int64(1234)
 	p, err = compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree", Commit: strings.Repeat("b", 40), Dirty: true},
 		Base: base, BaseRev: compile.Rev{Source: "state", Commit: strings.Repeat("c", 40)}, State: state,
-		Basis: compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
+		Definitions: diff.Classify(base, head, at, paris),
+		Basis:       compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
 		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
 		BackfillStatus: func(*compile.Backfill) (string, string) { return "changed", "" }})
 	if err != nil {
@@ -145,7 +147,7 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 	}
 	for _, f := range p.Flows {
 		for _, c := range f.Changes {
-			seen[strings.SplitN(c, ":", 2)[0]] = true
+			seen[strings.SplitN(c.String(), ":", 2)[0]] = true
 		}
 		if f.WindowChange != nil {
 			seen["window_change"] = true

@@ -3,7 +3,6 @@ package compile
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/rwc-dev/rwc/diag"
@@ -29,9 +28,9 @@ func short(c string) string {
 
 func symbol(f FlowPlan) string {
 	switch {
-	case slices.Contains(f.Changes, "new"):
+	case f.Changes.Has(ChangeNew):
 		return "+"
-	case slices.Contains(f.Changes, "removed"):
+	case f.Changes.Has(ChangeRemoved):
 		return "-"
 	case f.Destructive:
 		return "!"
@@ -59,7 +58,7 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		}
 		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", f.Action), reasons)
 		if len(f.Changes) > 0 {
-			fmt.Fprintf(w, "      changes: %s\n", strings.Join(f.Changes, ", "))
+			fmt.Fprintf(w, "      changes: %s\n", f.Changes)
 		}
 		if f.WindowChange != nil {
 			fmt.Fprintf(w, "      window %s: %s\n", f.WindowChange.Column, diag.Visible(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
@@ -154,7 +153,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 		if note := f.lossNote(); note != "" {
 			action += " (" + note + ")"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(f.Reasons), mdList(f.Changes))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(f.Reasons), mdList(f.Changes.Words()))
 	}
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")

@@ -206,6 +206,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		}
 		in.BaseRev = compile.Rev{Source: "state", Commit: state.Commit}
 	}
+	in.Definitions = diff.Classify(in.Base, in.Head, in.At, in.Zone)
 	p, err := compile.BuildPlan(in)
 	if err != nil {
 		return nil, err
