@@ -477,11 +477,11 @@ func (w *walk) walk(t *testing.T) {
 
 	// The states the uncut run went through, the one it ended in last.
 	allowed := append(slices.Clone(ref.seen), ref.after)
-	targetStates := map[string][]string{}
+	flowStates := map[string][]string{}
 	for _, s := range allowed {
-		for tab, rows := range splitTargets(s, w.sc.targets) {
-			if !slices.Contains(targetStates[tab], rows) {
-				targetStates[tab] = append(targetStates[tab], rows)
+		for flow, lines := range flowParts(s, w.sc.targets) {
+			if !slices.Contains(flowStates[flow], lines) {
+				flowStates[flow] = append(flowStates[flow], lines)
 			}
 		}
 	}
@@ -495,11 +495,11 @@ func (w *walk) walk(t *testing.T) {
 		t.Fatal("a torn target passes for one of the uncut run's states")
 	}
 	if !w.sc.batched {
-		// Readers of the uncut run saw each target before or after, never
-		// in between.
-		for tab, states := range targetStates {
+		// Readers of the uncut run saw each flow's target, its state and
+		// its events before or after, together, never anything between.
+		for flow, states := range flowStates {
 			if len(states) != 2 {
-				t.Errorf("target %s went through %d states in the uncut run, want 2 (before, after)", tab, len(states))
+				t.Errorf("flow %s went through %d states in the uncut run, want 2 (before, after):\n%s", flow, len(states), strings.Join(states, "\n"))
 			}
 		}
 	}
@@ -727,6 +727,29 @@ func textColumn(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]strin
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// flowParts is each flow's part of a snapshot, as one string: its target's
+// lines and its rows in rwc.flows, rwc.fingerprints and rwc.events (a flow
+// is named as its target table).
+func flowParts(s []string, targets []string) map[string]string {
+	out := map[string]string{}
+	for _, tab := range targets {
+		_, flow, _ := strings.Cut(tab, ".")
+		var b strings.Builder
+		for _, l := range s {
+			if strings.HasPrefix(l, tab+" ") {
+				b.WriteString(l + "\n")
+			}
+			for _, st := range []string{"rwc.flows", "rwc.fingerprints", "rwc.events"} {
+				if strings.HasPrefix(l, st+" ("+flow+",") {
+					b.WriteString(l + "\n")
+				}
+			}
+		}
+		out[flow] = b.String()
+	}
+	return out
 }
 
 // splitTargets is each target's lines of a snapshot, as one string.
