@@ -31,14 +31,17 @@ import (
 // connection and refuses new ones, and the test SIGKILLs rwc, which dies
 // as if at that statement. After each cut:
 //
-//   - the database (every target's columns and rows, and rwc's state:
-//     flows, fingerprints, the backfill ledger, the event log, deployments,
-//     without the columns volatileState leaves out) equals what it was at
+//   - the database (its relations by name, every target's columns and
+//     rows, and rwc's state: flows, fingerprints, the backfill ledger, the
+//     event log, deployments, without the columns volatileState leaves
+//     out; see readSnapshot) equals what it was at
 //     one of the uncut run's boundaries (the test read it there, holding
 //     the boundary back): the cut left what a prefix of rwc's commits left,
 //     state and targets together. So each target is its before or its
 //     after state, or, for a batched backfill, what a prefix of its batches
-//     leaves (the uncut run is checked to have shown readers nothing else);
+//     leaves (the uncut run is checked to have shown readers nothing else:
+//     a flow's target, its rwc.flows row, fingerprints and events change
+//     together, in one commit);
 //   - no advisory lock is held, and the next plain `rwc apply`
 //     (--lock-timeout 2s) succeeds at once, and so does one more after a
 //     change of the sources; they leave the targets and the state as they
@@ -661,8 +664,8 @@ func (w *walk) snapshot(t *testing.T, db *sql.DB) []string {
 	return s
 }
 
-// readSnapshot is the database as lines, sorted: each target's columns and
-// rows (or its absence), and every row of every table of rwc's state
+// readSnapshot is the database as lines, sorted: its relations, each
+// target's columns and rows (or its absence), and every row of every table of rwc's state
 // without its volatile columns, each line starting with the table's name.
 // It is read in one repeatable-read transaction.
 func readSnapshot(conn *sql.Conn, targets []string) ([]string, error) {
@@ -677,7 +680,15 @@ func readSnapshot(conn *sql.Conn, targets []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines := []string{}
+	// Every relation by name, so that one a cut leaves behind (a shadow
+	// table, an index) shows.
+	lines, err := textColumn(ctx, tx, `SELECT 'relation ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND n.nspname NOT LIKE 'pg_temp%'
+		AND n.nspname NOT LIKE 'pg_toast_temp%' AND c.relkind IN ('r', 'p', 'v', 'm', 'i', 'S')`)
+	if err != nil {
+		return nil, err
+	}
 	for _, tab := range append(slices.Clone(targets), state...) {
 		cols, err := textColumn(ctx, tx, `SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute
 			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, tab)
