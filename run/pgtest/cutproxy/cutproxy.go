@@ -60,8 +60,10 @@ type Options struct {
 	// passed on (0: never).
 	CutAfter int
 	// Before, when set, is called with each boundary before it is passed
-	// on, with nothing else of that connection passed on meanwhile (the
-	// test can look at the database as the client left it so far).
+	// on, and no boundary of any connection is passed on until it returns:
+	// the test can read the database as the client has left it so far
+	// (not through the proxy, and with a lock timeout: the client may
+	// hold locks).
 	Before func(Boundary)
 }
 
@@ -120,7 +122,8 @@ func Upstream(dsn string) (string, error) {
 	return u.Host, nil
 }
 
-// Cut is closed when the proxy has cut its connections.
+// Cut is closed when the proxy cuts, just before it closes the
+// connections.
 func (p *Proxy) Cut() <-chan struct{} { return p.cutCh }
 
 // Count is the number of boundaries passed on so far.
