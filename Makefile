@@ -36,9 +36,12 @@ bench: build postgres
 
 # The randomised equivalence of incremental refresh with a full recompute,
 # at length: 5,000 sequences (seeds RWC_EQUIV_SEED.., default 1..5000).
+# The kill walk at every statement of every scenario (make test cuts a
+# spread of them).
 .PHONY: soak
 soak: postgres
 	RWC_EQUIV_SEQUENCES=5000 $(GO) test -count=1 -timeout 4h -run '^TestIncrementalEquivalence$$' -v ./run/
+	RWC_KILLWALK=all $(GO) test -count=1 -timeout 1h -run '^TestKillWalk$$' -v ./run/
 
 lint: build
 	$(GO) vet $(PKGS)

@@ -205,12 +205,17 @@ func removeBinary() {
 	}
 }
 
-// writeSpecs writes spec files into a fresh directory and returns it.
+// writeSpecs writes spec files (names relative to the directory, such as
+// backfills/x.yaml) into a fresh directory and returns it.
 func writeSpecs(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
