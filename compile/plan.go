@@ -123,10 +123,10 @@ type PlanInput struct {
 	// Definitions is what changed in each flow of both Base and Head
 	// (diff.Classify); a flow not in it did not change.
 	Definitions map[string]Definition
-	State   map[string]FlowState // nil: no database reachable
-	Basis   Fingerprints
-	At      time.Time
-	Zone    *time.Location
+	State       map[string]FlowState // nil: no database reachable
+	Basis       Fingerprints
+	At          time.Time
+	Zone        *time.Location
 	// Estimate returns the rows a flow's window holds (nil: unknown); nil:
 	// no estimates. Flows are planned concurrently: it must be safe to call
 	// from several goroutines at once.
@@ -389,7 +389,6 @@ func SpecsHash(p *Project) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
 
 func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp BackfillPlan, renamedFrom string) {
 	bp = BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}
