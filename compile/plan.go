@@ -76,7 +76,7 @@ type BackfillPlan struct {
 	Reason string `json:"reason"`
 	// Status: "pending" (apply runs it), "partial" (apply resumes it),
 	// "applied", or "changed" (edited after it ran: apply refuses).
-	Status string `json:"status"`
+	Status BackfillStatus `json:"status"`
 	// Range is what it recomputes on the partition column, e.g.
 	// [2026-10-01, 2026-10-31]; "" when that is not a plain range.
 	Range         string `json:"range,omitempty"`
@@ -135,7 +135,7 @@ type PlanInput struct {
 	// file that is an applied one renamed and edited ("changed"), to the
 	// ledger's name for that one ("" otherwise); nil (no database): files
 	// already in Base count as applied, others pending.
-	BackfillStatus func(b *Backfill) (status, renamedFrom string)
+	BackfillStatus func(b *Backfill) (status BackfillStatus, renamedFrom string)
 	// Observe reads what f's statements depend on (nil: no database; the
 	// plan assumes the zero Observation and says so). Called from several
 	// goroutines at once, and more than once for a flow.
@@ -239,9 +239,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	for i, b := range p.Backfills {
 		switch b.Status {
-		case "pending", "partial":
+		case BackfillPending, BackfillPartial:
 			p.Summary.PendingBackfills++
-		case "changed":
+		case BackfillChanged:
 			src := in.Head.Backfills[i].File
 			pos := diag.Pos{File: src.File, Line: 1, Column: 1}
 			if as := appliedAs[i]; as != "" {
@@ -391,15 +391,15 @@ func SpecsHash(p *Project) string {
 }
 
 func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp BackfillPlan, renamedFrom string) {
-	bp = BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: "pending"}
+	bp = BackfillPlan{File: b.File.File, Flow: b.Flow.Name(), Where: b.File.Where.Value, Reason: b.File.Reason, Status: BackfillPending}
 	switch {
 	case in.BackfillStatus != nil:
 		bp.Status, renamedFrom = in.BackfillStatus(b)
 	case in.Base != nil && in.Base.Spec.Sources[b.File.File] != nil:
 		// Without a ledger, the deployed file stands for the applied one.
-		bp.Status = "applied"
+		bp.Status = BackfillApplied
 		if !slices.Equal(in.Base.Spec.Sources[b.File.File], in.Head.Spec.Sources[b.File.File]) {
-			bp.Status = "changed"
+			bp.Status = BackfillChanged
 		}
 	}
 	if b.Flow.PartitionBy != "" {
@@ -412,7 +412,7 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 	if err != nil {
 		return bp, renamedFrom
 	}
-	if in.CountLost != nil && (bp.Status == "pending" || bp.Status == "partial") && b.Flow.Protected(in.State[b.Flow.Name()]) {
+	if in.CountLost != nil && bp.Status.Runs() && b.Flow.Protected(in.State[b.Flow.Name()]) {
 		// What rwc apply counts before it starts the file: its batches
 		// outside the window, which the flow's own refresh recomputes first.
 		if window, err := b.Flow.Predicate.Resolve(rc); err == nil {

@@ -130,14 +130,14 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		Definitions: diff.Classify(base, head, at, paris),
 		Basis:       compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
 		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
-		BackfillStatus: func(*compile.Backfill) (string, string) { return "changed", "" }})
+		BackfillStatus: func(*compile.Backfill) (compile.BackfillStatus, string) { return compile.BackfillChanged, "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SpecDir = "pipelines"
 	seen := map[string]bool{}
 	for _, b := range p.Backfills {
-		seen["backfill "+b.Status] = true
+		seen["backfill "+b.Status.String()] = true
 		if b.Range != "" && b.EstimatedRows != nil {
 			seen["backfill range and estimate"] = true
 		}

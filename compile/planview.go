@@ -158,7 +158,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
 		for _, bf := range p.Backfills {
-			status := bf.Status
+			status := bf.Status.String()
 			if note := bf.lossNote(); note != "" {
 				status += " (" + note + ")"
 			}

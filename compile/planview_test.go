@@ -16,7 +16,7 @@ func TestMarkdownKeepsSpecTextInPlace(t *testing.T) {
 	evil := "x\n```\n\n## Injected\n\n<img src=x>\n| fake | row |\n```sql\n"
 	p := &Plan{
 		Flows: []FlowPlan{{Flow: "t", Action: "create", Window: "s == \"" + evil + "\"", SQL: []string{"SELECT '" + evil + "'", "SELECT ````"}}},
-		Backfills: []BackfillPlan{{File: "pipelines/backfills/a`\n## Injected.yaml", Flow: "t", Status: "pending",
+		Backfills: []BackfillPlan{{File: "pipelines/backfills/a`\n## Injected.yaml", Flow: "t", Status: BackfillPending,
 			Range: "`" + evil, Reason: evil + " ![i](x) <b>"}},
 		Diagnostics: diag.List{{Code: "RW202", Message: "unknown column " + evil, Pos: diag.Pos{File: "p`\n## Injected.yaml", Line: 1, Column: 1}}},
 	}
@@ -52,7 +52,7 @@ func TestTextPlanShowsNoControlCharacters(t *testing.T) {
 	evil := "\x1b[2J\r\n::error file=x::pwned\x07"
 	p := &Plan{
 		Flows:       []FlowPlan{{Flow: "t", Action: "create", Window: `s == "` + evil + `"`, Notes: []string{evil}, SQL: []string{"SELECT '" + evil + "'\nFROM src"}}},
-		Backfills:   []BackfillPlan{{File: "b" + evil + ".yaml", Flow: "t", Status: "pending", Where: evil, Range: evil, Reason: evil}},
+		Backfills:   []BackfillPlan{{File: "b" + evil + ".yaml", Flow: "t", Status: BackfillPending, Where: evil, Range: evil, Reason: evil}},
 		Diagnostics: diag.List{{Code: "RW202", Message: evil, Hint: evil, Pos: diag.Pos{File: evil}}},
 	}
 	for name, write := range map[string]func(*bytes.Buffer){"text": func(b *bytes.Buffer) { p.WriteText(b, false) }, "markdown": func(b *bytes.Buffer) { p.WriteMarkdown(b) }} {

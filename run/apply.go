@@ -176,7 +176,7 @@ func (r *Runner) refuseChangedBackfills(ctx context.Context, jobs []*BackfillJob
 	}
 	for i, id := range ids {
 		switch {
-		case id.Status != BackfillChanged:
+		case id.Status != compile.BackfillChanged:
 		case id.Entry == jobs[i].Path:
 			return nil, refuse("backfill %s was changed after it was applied (or started), nothing was changed: a backfill file is applied once; restore it, or commit the new range as a new file", jobs[i].Path)
 		default:

@@ -54,16 +54,6 @@ type BatchProgress struct {
 	Result       Result
 }
 
-// BackfillStatus is a backfill file's line in the ledger.
-type BackfillStatus int
-
-const (
-	BackfillPending BackfillStatus = iota // never started
-	BackfillPartial                       // started, some batches left
-	BackfillDone                          // applied
-	BackfillChanged                       // applied or started with other content
-)
-
 // LedgerStatus is what the ledger says of the backfill file at path with
 // content hash, present the ledger keys of all the project's backfill files.
 // A file the ledger does not know at path but knows by its content at a
@@ -72,7 +62,7 @@ const (
 // sources dropped old rows would delete what the target kept. A copy of a
 // file still present is a backfill of its own. This is one file's view:
 // IdentifyBackfills, over all of them, also knows a file renamed and edited.
-func LedgerStatus(ctx context.Context, q queryer, path, hash string, present []string) (BackfillStatus, error) {
+func LedgerStatus(ctx context.Context, q queryer, path, hash string, present []string) (compile.BackfillStatus, error) {
 	st, _, err := ledgerEntry(ctx, q, path, hash, present)
 	return st, err
 }
@@ -87,23 +77,23 @@ type BackfillFile struct {
 
 // BackfillIdentity is what the ledger says a backfill file is.
 type BackfillIdentity struct {
-	Status BackfillStatus
+	Status compile.BackfillStatus
 	// Entry is the ledger key of the backfill the file is: its own key, the
 	// key it was applied under before a rename, or, for a file changed
-	// after a rename (Status BackfillChanged), the applied file it is read
+	// after a rename (Status compile.BackfillChanged), the applied file it is read
 	// as. Empty for a new file.
 	Entry string
 }
 
 // IdentifyBackfills says what each of the project's backfill files is, all
 // of them at once (present, their keys, is derived from files). A file is
-// the ledger entry under its key (BackfillChanged when its content is
+// the ledger entry under its key (compile.BackfillChanged when its content is
 // other), else the entry with its content under a key no longer present
 // (the file moved). A file the ledger knows neither way is new, unless an
 // entry of its flow is left that no file is and that the last deployment
 // still had (by its content), or that started after it: an applied
 // backfill file left the specs as this one came, which is that file
-// renamed and edited, BackfillChanged with Entry that file's key. The
+// renamed and edited, compile.BackfillChanged with Entry that file's key. The
 // content of a file is all there is to know it by after both a rename and
 // an edit, so the pairing is by flow; a backfill file whose deletion was
 // deployed is history, and one added after it is new.
@@ -121,7 +111,7 @@ func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) (_
 		if err != nil {
 			return nil, err
 		}
-		if st == BackfillPending {
+		if st == compile.BackfillPending {
 			newFlows = append(newFlows, f.Flow)
 			continue
 		}
@@ -140,7 +130,7 @@ func IdentifyBackfills(ctx context.Context, db *sql.DB, files []BackfillFile) (_
 			continue
 		}
 		if e, ok := left[f.Flow]; ok {
-			out[i] = BackfillIdentity{Status: BackfillChanged, Entry: e}
+			out[i] = BackfillIdentity{Status: compile.BackfillChanged, Entry: e}
 		}
 	}
 	return out, nil
@@ -182,7 +172,7 @@ func leftEntries(ctx context.Context, db *sql.DB, flows []string, claimed map[st
 }
 
 // ledgerEntry is LedgerStatus with the path the ledger knows the file by.
-func ledgerEntry(ctx context.Context, q queryer, path, hash string, present []string) (BackfillStatus, string, error) {
+func ledgerEntry(ctx context.Context, q queryer, path, hash string, present []string) (compile.BackfillStatus, string, error) {
 	var stored string
 	var finished sql.NullTime
 	err := q.QueryRowContext(ctx, `SELECT content_hash, finished_at FROM rwc.backfills WHERE path = $1`, path).Scan(&stored, &finished)
@@ -193,21 +183,21 @@ func ledgerEntry(ctx context.Context, q queryer, path, hash string, present []st
 			ORDER BY started_at, path LIMIT 1`, hash, pq.Array(append([]string{path}, present...))).Scan(&other, &finished)
 		switch {
 		case err == sql.ErrNoRows:
-			return BackfillPending, path, nil
+			return compile.BackfillPending, path, nil
 		case err != nil:
 			return 0, "", err
 		case finished.Valid:
-			return BackfillDone, other, nil
+			return compile.BackfillApplied, other, nil
 		}
-		return BackfillPartial, other, nil
+		return compile.BackfillPartial, other, nil
 	case err != nil:
 		return 0, "", err
 	case stored != hash:
-		return BackfillChanged, path, nil
+		return compile.BackfillChanged, path, nil
 	case finished.Valid:
-		return BackfillDone, path, nil
+		return compile.BackfillApplied, path, nil
 	}
-	return BackfillPartial, path, nil
+	return compile.BackfillPartial, path, nil
 }
 
 // Backfill applies a backfill file exactly once. The batches are planned
@@ -233,22 +223,22 @@ func (r *Runner) Backfill(ctx context.Context, job *BackfillJob, progress func(B
 		job = &moved
 	}
 	switch st {
-	case BackfillDone:
+	case compile.BackfillApplied:
 		return false, nil
-	case BackfillChanged:
+	case compile.BackfillChanged:
 		return false, refuse("backfill %s was changed after it was applied (or started): a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)
 	}
 	if err := r.refuseLoss(ctx, job, st); err != nil {
 		return false, err
 	}
-	if st == BackfillPending {
+	if st == compile.BackfillPending {
 		if err := r.startBackfill(ctx, job); err != nil {
 			return false, err
 		}
 		// Another rwc may have started it first, with other content.
 		if st, err := LedgerStatus(ctx, r.db, job.Path, job.Hash(), job.Present); err != nil {
 			return false, err
-		} else if st == BackfillChanged {
+		} else if st == compile.BackfillChanged {
 			return false, refuse("backfill %s was started by another rwc with other content: a backfill file is applied once; restore it, or commit the new range as a new file", job.Path)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -26,31 +27,31 @@ func TestIdentifyBackfills(t *testing.T) {
 		want     []id
 	}{
 		{"unchanged", map[string]string{a: "A"}, false, true,
-			[]file{{a, h("A"), "f"}}, []id{{run.BackfillDone, a}}},
+			[]file{{a, h("A"), "f"}}, []id{{compile.BackfillApplied, a}}},
 		{"edited in place", map[string]string{a: "A"}, false, true,
-			[]file{{a, h("A2"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{a, h("A2"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"renamed", map[string]string{a: "A"}, false, true,
-			[]file{{b, h("A"), "f"}}, []id{{run.BackfillDone, a}}},
+			[]file{{b, h("A"), "f"}}, []id{{compile.BackfillApplied, a}}},
 		{"renamed and edited", map[string]string{a: "A"}, false, true,
-			[]file{{b, h("A2"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{b, h("A2"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"the rename deployed, then edited", map[string]string{b: "A"}, false, true,
-			[]file{{b, h("A2"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{b, h("A2"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"started, never deployed, renamed and edited", nil, false, false,
-			[]file{{b, h("A2"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{b, h("A2"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"no deployment recorded, renamed and edited", nil, true, false,
-			[]file{{b, h("A2"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{b, h("A2"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"new next to the applied one", map[string]string{a: "A"}, false, true,
-			[]file{{a, h("A"), "f"}, {n, h("N"), "f"}}, []id{{run.BackfillDone, a}, {run.BackfillPending, ""}}},
+			[]file{{a, h("A"), "f"}, {n, h("N"), "f"}}, []id{{compile.BackfillApplied, a}, {compile.BackfillPending, ""}}},
 		{"a copy next to the applied one", map[string]string{a: "A"}, false, true,
-			[]file{{a, h("A"), "f"}, {b, h("A"), "f"}}, []id{{run.BackfillDone, a}, {run.BackfillPending, ""}}},
+			[]file{{a, h("A"), "f"}, {b, h("A"), "f"}}, []id{{compile.BackfillApplied, a}, {compile.BackfillPending, ""}}},
 		{"new for another flow", map[string]string{a: "A"}, false, true,
-			[]file{{n, h("N"), "g"}}, []id{{run.BackfillPending, ""}}},
+			[]file{{n, h("N"), "g"}}, []id{{compile.BackfillPending, ""}}},
 		{"deleted and a new one added", map[string]string{a: "A"}, false, true,
-			[]file{{n, h("N"), "f"}}, []id{{run.BackfillChanged, a}}},
+			[]file{{n, h("N"), "f"}}, []id{{compile.BackfillChanged, a}}},
 		{"new after the deletion was deployed", map[string]string{"p/views.yaml": "V"}, false, true,
-			[]file{{n, h("N"), "f"}}, []id{{run.BackfillPending, ""}}},
+			[]file{{n, h("N"), "f"}}, []id{{compile.BackfillPending, ""}}},
 		{"partial, renamed", map[string]string{a: "A"}, false, false,
-			[]file{{b, h("A"), "f"}}, []id{{run.BackfillPartial, a}}},
+			[]file{{b, h("A"), "f"}}, []id{{compile.BackfillPartial, a}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -104,13 +104,13 @@ const (
 // ledger is not touched, so adding allow_loss: true to a file that has not
 // started makes no "changed" file of it. Each batch counts again in its
 // own transaction, which is what decides.
-func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st BackfillStatus) error {
+func (r *Runner) refuseLoss(ctx context.Context, job *BackfillJob, st compile.BackfillStatus) error {
 	if job.AllowLoss || r.opts.AllowLoss {
 		return nil
 	}
 	var cels []string
 	allow := allowLossFile
-	if st == BackfillPending {
+	if st == compile.BackfillPending {
 		var err error
 		if cels, err = r.planBatches(job); err != nil {
 			return err
@@ -321,7 +321,7 @@ func (r *Runner) refuseLosses(ctx context.Context, p *compile.Project, jobs []*B
 		}
 	}
 	for i, j := range jobs {
-		if ids[i].Status == BackfillPending || ids[i].Status == BackfillPartial {
+		if ids[i].Status == compile.BackfillPending || ids[i].Status == compile.BackfillPartial {
 			if err := add(r.refuseLoss(ctx, j, ids[i].Status)); err != nil {
 				return err
 			}

@@ -181,13 +181,13 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		for i, b := range head.Backfills {
 			byFile[b] = ids[i]
 		}
-		in.BackfillStatus = func(b *compile.Backfill) (string, string) {
+		in.BackfillStatus = func(b *compile.Backfill) (compile.BackfillStatus, string) {
 			id := byFile[b]
 			renamedFrom := ""
-			if id.Status == run.BackfillChanged && id.Entry != ledgerKey(dir, b.File.File) {
+			if id.Status == compile.BackfillChanged && id.Entry != ledgerKey(dir, b.File.File) {
 				renamedFrom = id.Entry
 			}
-			return [...]string{"pending", "partial", "applied", "changed"}[id.Status], renamedFrom
+			return id.Status, renamedFrom
 		}
 	}
 	switch {
