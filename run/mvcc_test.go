@@ -270,3 +270,32 @@ func TestRefreshFailingAfterColumnChange(t *testing.T) {
 		t.Errorf("after the next refresh: %s", got)
 	}
 }
+
+// A full refresh's DELETE leaves every row it deleted dead (a TRUNCATE left
+// none): they count towards the VACUUM after it like any refresh's, and
+// once they reach four windows' worth (here the floor, 4000 rows) the
+// target is vacuumed right after.
+func TestFullRefreshCountsDeadRows(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, r, reqWindow(f)) // created: vacuumed, nothing dead
+	vacuums := func() int64 { return e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`) }
+
+	e.exec(`INSERT INTO t SELECT DATE '2026-03-01', 'dml', i FROM generate_series(1, 100) i`)
+	refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+	if dead := e.count(`SELECT dead_rows FROM rwc.flows`); dead != 106 {
+		t.Errorf("dead_rows %d after a full refresh of 106 rows, want 106", dead)
+	}
+
+	before := vacuums()
+	e.exec(`INSERT INTO t SELECT DATE '2026-03-01', 'dml', i FROM generate_series(1, 5000) i`)
+	refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+	if dead := e.count(`SELECT dead_rows FROM rwc.flows`); dead != 0 {
+		t.Errorf("dead_rows %d after a full refresh that deleted 5006 rows, want 0: it should have vacuumed", dead)
+	}
+	if after := vacuums(); after != before+1 {
+		t.Errorf("the target was vacuumed %d times during the full refresh, want once", after-before)
+	}
+}

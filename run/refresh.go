@@ -152,7 +152,9 @@ type flowState struct {
 
 // Refresh runs one refresh in one transaction under the flow's advisory
 // lock: a failure or a kill at any point leaves the target and the state as
-// they were.
+// they were. Column changes are the exception: they commit just before, on
+// their own, so that readers of the target never wait for the recompute
+// (see evolveAlone).
 func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	f := req.Flow
 	// StartedAt is the wall clock; the window is resolved at opts.Now, which
@@ -437,8 +439,8 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	}
 
 	if req.Mode == Full {
-		// Its DELETE (of every row, not a TRUNCATE: see
-		// compile.Statements) then counts what it removes.
+		// What it loses for good, in its snapshot; its DELETE (of every
+		// row, never a TRUNCATE: see compile.Statements) counts the rest.
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
 			return err
 		}
@@ -629,6 +631,7 @@ type afterColumns struct {
 func (e *afterColumns) Error() string {
 	return strings.TrimSuffix(strings.TrimSuffix(e.err.Error(), unchanged), "; ") + "; " + e.rolledBack()
 }
+
 func (e *afterColumns) Unwrap() error { return e.err }
 
 // rolledBack says what a failed refresh left: the target as it was, or, when
