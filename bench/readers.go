@@ -16,6 +16,9 @@ import (
 // takes long is one that waited.
 const readerQuery = `SELECT count(*) FROM public.%s WHERE date = current_date - 3`
 
+// readerPause is how long the reader rests between reads.
+const readerPause = 5 * time.Millisecond
+
 // subject is one rwc binary refreshing a flow of its own.
 type subject struct {
 	name, bin, flow, dir, dsn string
@@ -78,7 +81,8 @@ func benchReaders(ctx context.Context, db *sql.DB, rounds int, subjects []*subje
 		{"rwc refresh --full", func(s *subject) error { return restoreHistory(ctx, db, s) }, []string{"--full"}},
 		{"rwc refresh, a column added", (*subject).addColumn, nil},
 	}
-	fmt.Printf("\nreaders of the target during a refresh, %d rounds each, one run (reader: %s, on a session of its own):\n\n", rounds, fmt.Sprintf(readerQuery, "target"))
+	fmt.Printf("\nreaders of the target during a refresh, median of %d rounds each, one run (reader: %s, on a session of its own, resting %s between reads):\n\n",
+		rounds, fmt.Sprintf(readerQuery, "target"), readerPause)
 	fmt.Println("| refresh | binary | rwc (process) | refresh (event log) | longest read idle | longest read during it | ÷ idle | reads during it | snapshot from before reads |")
 	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, k := range kinds {
@@ -202,6 +206,9 @@ func readFor(ctx context.Context, conn *sql.Conn, q string, deadline time.Time, 
 		}
 		longest = max(longest, time.Since(start))
 		n++
+		// A pause between reads, so that the reader, no longer blocked,
+		// does not take a core from the refresh it watches.
+		time.Sleep(readerPause)
 	}
 }
 
