@@ -57,6 +57,7 @@ type readers struct {
 	inTx          time.Duration // the refresh, as the event log records it (without commit and VACUUM)
 	oldSnapshot   int64         // rows a snapshot older than the refresh read after it
 	before        int64         // rows in the target before the refresh
+	pages         int64         // the target's pages after the refresh (and its VACUUM)
 }
 
 // benchReaders measures, for each binary, what readers of its target go
@@ -77,14 +78,21 @@ func benchReaders(ctx context.Context, db *sql.DB, rounds int, subjects []*subje
 		prep func(*subject) error
 		args []string
 	}{
-		// Each full refresh deletes the history: put it back, untimed.
+		// Each full refresh deletes the history: put it back, untimed,
+		// before every round of either kind, so that both binaries'
+		// targets hold the same rows in about as many pages.
 		{"rwc refresh --full", func(s *subject) error { return restoreHistory(ctx, db, s) }, []string{"--full"}},
-		{"rwc refresh, a column added", (*subject).addColumn, nil},
+		{"rwc refresh, a column added", func(s *subject) error {
+			if err := restoreHistory(ctx, db, s); err != nil {
+				return err
+			}
+			return s.addColumn()
+		}, nil},
 	}
 	fmt.Printf("\nreaders of the target during a refresh, median of %d rounds each, one run (reader: %s, on a session of its own, resting %s between reads):\n\n",
 		rounds, fmt.Sprintf(readerQuery, "target"), readerPause)
-	fmt.Println("| refresh | binary | rwc (process) | refresh (event log) | longest read idle | longest read during it | ÷ idle | reads during it | snapshot from before reads |")
-	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	fmt.Println("| refresh | binary | rwc (process) | refresh (event log) | longest read idle | longest read during it | ÷ idle | reads during it | snapshot from before reads | target's pages after |")
+	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
 	for _, k := range kinds {
 		got := make([][]readers, len(subjects))
 		for r := 0; r < rounds; r++ {
@@ -127,8 +135,8 @@ func readersRow(kind, name string, ms []readers) string {
 		seen = "the old rows in every round (last: " + seen + ")"
 	}
 	l, i := median(longest), median(idle)
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f× | %d | %s |", kind, name, median(refresh).Round(time.Millisecond), median(inTx).Round(time.Millisecond),
-		i.Round(100*time.Microsecond), l.Round(100*time.Microsecond), float64(l)/float64(i), reads/len(ms), seen)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.1f× | %d | %s | %d |", kind, name, median(refresh).Round(time.Millisecond), median(inTx).Round(time.Millisecond),
+		i.Round(100*time.Microsecond), l.Round(100*time.Microsecond), float64(l)/float64(i), reads/len(ms), seen, ms[len(ms)-1].pages)
 }
 
 // measureReaders runs one refresh with a reader reading the target all
@@ -186,7 +194,11 @@ func measureReaders(ctx context.Context, db *sql.DB, s *subject, args []string) 
 		return m, err
 	}
 	ev, err := lastEvent(ctx, db, s.flow)
+	if err != nil {
+		return m, err
+	}
 	m.inTx = ev.duration
+	err = db.QueryRowContext(ctx, `SELECT pg_relation_size($1) / current_setting('block_size')::bigint`, "public."+s.flow).Scan(&m.pages)
 	return m, err
 }
 
