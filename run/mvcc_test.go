@@ -299,3 +299,64 @@ func TestFullRefreshCountsDeadRows(t *testing.T) {
 		t.Errorf("the target was vacuumed %d times during the full refresh, want once", after-before)
 	}
 }
+
+// A column change that waits for its lock behind a session holding one on
+// the target (a long report, an idle transaction) does not make the readers
+// that come after it queue behind it until that session ends: it tries in
+// short attempts, and a reader gets through between two. The refresh
+// completes once the session ends.
+func TestColumnChangeWaitingForItsLockLetsReadersThrough(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, gatedSpec(dailyColumns, "SELECT d, k, v FROM ev"), "t")))
+	ctx := context.Background()
+	holder, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT count(*) FROM t`); err != nil { // ACCESS SHARE until it ends
+		t.Fatal(err)
+	}
+
+	f := flow(t, gatedSpec(dailyColumns+"      w: integer\n", "SELECT d, k, v, v AS w FROM ev"), "t")
+	done := make(chan run.Result, 1)
+	go func() { done <- r.Refresh(ctx, reqWindow(f)) }()
+	for e.count(`SELECT count(*) FROM pg_locks WHERE relation = 't'::regclass AND mode = 'AccessExclusiveLock' AND NOT granted`) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// A generous bound on a reader's wait, far above one attempt (200 ms)
+	// and far below the refresh's lock timeout (10 s): queued behind one
+	// long wait, the reader would wait until the holder ends.
+	read := make(chan error, 1)
+	go func() {
+		var n int64
+		read <- e.db.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n)
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatalf("reader: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("a reader waited 5 s behind the column change, which waits for a session's lock")
+	}
+	select {
+	case res := <-done:
+		t.Fatalf("the refresh ended while a session held a lock on its target: %v", res.Err)
+	default:
+	}
+
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Err != nil {
+		t.Fatalf("refresh: %v", res.Err)
+	}
+	if got := e.value(targetText); got != "(2026-03-08,a,8,8) (2026-03-08,b,80,80) (2026-03-09,a,9,9) (2026-03-09,b,90,90) (2026-03-10,a,10,10) (2026-03-10,b,100,100)" {
+		t.Errorf("after the refresh: %s", got)
+	}
+}

@@ -649,9 +649,9 @@ func (e *afterColumns) rolledBack() string {
 // of its columns, in a short transaction of its own, before the refresh's.
 // ALTER TABLE takes ACCESS EXCLUSIVE until its transaction ends: in the
 // refresh's transaction, it would block every reader of the target for the
-// whole recompute. Alone, readers wait only while it takes the lock (behind
-// whoever holds one already, for at most --lock-timeout): an added or a
-// dropped column changes only the catalog; a retype also rewrites the
+// whole recompute. Alone, readers wait only while it takes the lock (in
+// short attempts: see ddlAttempt), and then for the change itself: an added
+// or a dropped column changes only the catalog; a retype also rewrites the
 // table, and readers wait for that rewrite, not for the recompute.
 //
 // The price is that the change is not atomic with the rows. A kill or a
@@ -663,13 +663,41 @@ func (e *afterColumns) rolledBack() string {
 // give again. The changes are read again here, under the flow's lock, so
 // they are exactly the state's.
 func (r *Runner) evolveAlone(ctx context.Context, conn *sql.Conn, f *compile.Flow) ([]compile.ColumnChange, error) {
+	deadline := time.Now().Add(r.opts.LockTimeout)
+	for {
+		attempt := min(ddlAttempt, time.Until(deadline))
+		changes, err := r.evolveOnce(ctx, conn, f, max(attempt, time.Millisecond))
+		if !isLockTimeout(err) || attempt < ddlAttempt {
+			return changes, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(ddlPause):
+		}
+	}
+}
+
+// ddlAttempt bounds each attempt of evolveAlone to take its lock, and
+// ddlPause is the rest between two. While an ALTER TABLE waits for ACCESS
+// EXCLUSIVE (behind a session holding any lock on the target, a long
+// report, an idle transaction), every reader that comes after it queues
+// behind it: attempts that give up soon let that queue through, and they
+// go on until --lock-timeout has passed, as one long wait would.
+const (
+	ddlAttempt = 200 * time.Millisecond
+	ddlPause   = 50 * time.Millisecond
+)
+
+// evolveOnce is one attempt of evolveAlone, waiting at most wait for locks.
+func (r *Runner) evolveOnce(ctx context.Context, conn *sql.Conn, f *compile.Flow, wait time.Duration) ([]compile.ColumnChange, error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
-		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
+		wait.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		return nil, err
 	}
 	st, err := loadFlowState(ctx, tx, f.Name())
