@@ -708,7 +708,14 @@ func (r *Runner) evolveOnce(ctx context.Context, conn *sql.Conn, f *compile.Flow
 	if err := r.evolve(ctx, tx, f, changes); err != nil {
 		return nil, err
 	}
-	return changes, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	// Once committed: an attempt that timed out changed nothing.
+	for _, c := range changes {
+		fmt.Fprintf(r.opts.Log, "%s: %s (committed before the refresh)\n", f.Name(), f.AlterSQL(c))
+	}
+	return changes, nil
 }
 
 // refuseDestructive refuses column changes that lose data unless
@@ -739,7 +746,6 @@ func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, change
 		if _, err := tx.ExecContext(ctx, f.AlterSQL(c)); err != nil {
 			return fmt.Errorf("flow %s: %s: %w", f.Name(), c.Change(), err)
 		}
-		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), f.AlterSQL(c))
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = '' WHERE flow = $1`, f.Name(), f.ColumnsJSON())
 	return err
