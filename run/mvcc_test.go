@@ -360,3 +360,24 @@ func TestColumnChangeWaitingForItsLockLetsReadersThrough(t *testing.T) {
 		t.Errorf("after the refresh: %s", got)
 	}
 }
+
+// A retype the server refuses (a stored value its cast cannot convert) is
+// reported in rwc's words, and changes nothing.
+func TestColumnChangeRefusedByServer(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	refresh(t, e.runner(now0), reqWindow(flow(t, gatedSpec(dailyColumns, "SELECT d, k, v FROM ev"), "t")))
+	before := e.value(targetText)
+	r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second, AllowDestructive: true})
+	res := r.Refresh(context.Background(), reqWindow(flow(t, gatedSpec("      d: date\n      k: integer\n      v: integer\n", "SELECT d, 1 AS k, v FROM ev"), "t")))
+	want := `flow t: column_retyped:k failed: invalid input syntax for type integer: "a" (SQLSTATE 22P02); nothing was changed`
+	if res.Err == nil || res.Err.Error() != want {
+		t.Fatalf("refresh: %v\nwant %s", res.Err, want)
+	}
+	if got := e.value(targetText); got != before {
+		t.Errorf("after the refused retype: %s, want %s", got, before)
+	}
+	if got := e.value(`SELECT columns FROM rwc.flows`); !strings.Contains(got, `{"name": "k", "type": "text"}`) {
+		t.Errorf("the state's columns changed: %s", got)
+	}
+}

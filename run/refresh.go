@@ -744,12 +744,31 @@ func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, change
 	}
 	for _, c := range changes {
 		if _, err := tx.ExecContext(ctx, f.AlterSQL(c)); err != nil {
-			return fmt.Errorf("flow %s: %s: %w", f.Name(), c.Change(), err)
+			return &alterError{flow: f.Name(), change: c.Change(), err: err}
 		}
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = '' WHERE flow = $1`, f.Name(), f.ColumnsJSON())
 	return err
 }
+
+// alterError is a column change the server refused (a retype whose cast
+// fails on a stored value, say), in rwc's words; a lock timeout is read
+// through it (Unwrap).
+type alterError struct {
+	flow, change string
+	err          error
+}
+
+func (e *alterError) Error() string {
+	why := e.err.Error()
+	var pe *pq.Error
+	if errors.As(e.err, &pe) {
+		why = fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	return fmt.Sprintf("flow %s: %s failed: %s; nothing was changed", e.flow, e.change, why)
+}
+
+func (e *alterError) Unwrap() error { return e.err }
 
 // createSchema runs CREATE SCHEMA IF NOT EXISTS so that two first refreshes
 // of flows in the same new schema, at once, both succeed. IF NOT EXISTS does
