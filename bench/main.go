@@ -12,11 +12,15 @@
 // -baseline BIN also compares the rwc binary with BIN (an earlier commit's
 // build), alternating them round by round on the same data.
 //
+// -readers N measures only what readers of a target go through during
+// rwc refresh --full and during a refresh that adds a column, N rounds each
+// (with -baseline, for both binaries, alternating): see benchReaders.
+//
 // -layout says how the fact table's rows lie on disk: "clustered" (by date,
 // as a table loaded day after day is) or "scattered" (every page holds
 // every day: each day's rows are read from all of the table's pages).
 //
-//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100] [-baseline OLD_RWC]
+//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100] [-baseline OLD_RWC] [-readers 0]
 package main
 
 import (
@@ -68,12 +72,13 @@ func main() {
 	incremental := flag.Bool("incremental", true, "also compare an incremental refresh after one late-arriving day with a whole-window recompute")
 	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
 	baseline := flag.String("baseline", "", "another rwc binary (an earlier commit's) to compare -rwc with, round by round on the same data")
+	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
 	flag.Parse()
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
 	}
-	if err := bench(*rows, *rounds, *rwcBin, *baseline, *layout, *incremental, *repeat); err != nil {
+	if err := bench(*rows, *rounds, *rwcBin, *baseline, *layout, *incremental, *repeat, *readerRounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -85,7 +90,7 @@ var layouts = map[string]string{
 	"scattered": "current_date - (i % 365)",
 }
 
-func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, repeat int) error {
+func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, repeat, readerRounds int) error {
 	dateOf := layouts[layout]
 	ctx := context.Background()
 	rwcBin, err := filepath.Abs(rwcBin)
@@ -160,6 +165,20 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 		}
 		_, err := db.ExecContext(ctx, "VACUUM ANALYZE public."+flow)
 		return apply, err
+	}
+	if readerRounds > 0 {
+		subjects := []*subject{{name: "-rwc", bin: rwcBin, flow: "readers_rwc"}}
+		if baseline != "" {
+			if baseline, err = filepath.Abs(baseline); err != nil {
+				return err
+			}
+			subjects = append(subjects, &subject{name: "-baseline", bin: baseline, flow: "readers_baseline"})
+		}
+		return benchReaders(ctx, db, readerRounds, subjects, func(s *subject) error {
+			s.dir, s.dsn = filepath.Join(tmp, "pipelines-"+s.flow), dsn
+			_, err := target(s.bin, s.flow)
+			return err
+		})
 	}
 	rwc, err := target(rwcBin, "sales_enriched")
 	if err != nil {

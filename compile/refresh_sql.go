@@ -20,8 +20,7 @@ type Statements struct {
 	PredicateCEL string   // the window as resolved CEL, for the state
 	CreateSchema string   // CREATE SCHEMA IF NOT EXISTS
 	CreateTable  string   // the target, from columns:
-	Delete       string   // DELETE the window ("" for a full refresh)
-	Truncate     string   // TRUNCATE for a full refresh ("" otherwise)
+	Delete       string   // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
 	Insert       string   // INSERT BY NAME, predicate pushed down
 	CountOutside string   // rows a full refresh loses: outside the window
 	PushedTo     []string // sources the predicate was pushed to
@@ -40,7 +39,7 @@ type Statements struct {
 // List returns the statements that change data, in order, for display.
 func (s Statements) List() []string {
 	var out []string
-	for _, x := range []string{s.Truncate, s.Delete, s.Insert} {
+	for _, x := range []string{s.Delete, s.Insert} {
 		if x != "" {
 			out = append(out, x)
 		}
@@ -75,7 +74,12 @@ func (m TypeMismatch) String() string {
 }
 
 // Statements renders a refresh of f with the resolved predicate p: the
-// flow's own window, or a backfill's. full truncates instead of deleting.
+// flow's own window, or a backfill's. full deletes every row, not only the
+// window's, and never with TRUNCATE: TRUNCATE is not MVCC-safe. It takes
+// ACCESS EXCLUSIVE, so readers would wait for the whole recompute, and a
+// reader whose snapshot predates the commit would then read an empty table.
+// Under a DELETE, readers go on reading the old rows until the commit,
+// without waiting.
 func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (Statements, error) {
 	where, err := p.SQL(nil)
 	if err != nil {
@@ -101,7 +105,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 	list := strings.Join(cols, ", ")
 	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p.Columns, src), where)
 	if full {
-		s.Truncate = "TRUNCATE " + s.Target
+		s.Delete = "DELETE FROM " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
 		s.CountLost = f.countLost(p.Columns, src, where)

@@ -28,8 +28,11 @@ func (e *QueryError) Error() string {
 	if e.PG.Hint != "" {
 		msg += "; hint: " + e.PG.Hint
 	}
-	return msg + "; the refresh was rolled back and the target is unchanged"
+	return msg + "; " + unchanged
 }
+
+// unchanged is what a failed refresh left, as most failures leave it.
+const unchanged = "the refresh was rolled back and the target is unchanged"
 
 func (e *QueryError) Unwrap() error { return e.PG }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -45,7 +46,7 @@ type Mode int
 const (
 	Window   Mode = iota // the flow's own predicate
 	Override             // a one-off predicate (backfill)
-	Full                 // truncate, then the flow's own predicate
+	Full                 // delete every row, then the flow's own predicate
 )
 
 // Options configure a Runner.
@@ -153,7 +154,9 @@ type flowState struct {
 
 // Refresh runs one refresh in one transaction under the flow's advisory
 // lock: a failure or a kill at any point leaves the target and the state as
-// they were.
+// they were. Column changes are the exception: they commit just before, on
+// their own, so that readers of the target never wait for the recompute
+// (see evolveAlone).
 func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	f := req.Flow
 	// StartedAt is the wall clock; the window is resolved at opts.Now, which
@@ -176,7 +179,12 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	}
 	if err != nil {
 		err = stoppedBy(ctx, "the refresh of flow "+f.Name(), err)
-		err = lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, "the refresh was rolled back and the target is unchanged", err)
+		after := unchanged
+		var ac *afterColumns
+		if errors.As(err, &ac) {
+			after = ac.rolledBack()
+		}
+		err = lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, after, err)
 		res.Err = err
 		var refused *Refusal
 		if !errors.As(err, &refused) {
@@ -223,6 +231,31 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	defer unlock()
+	start := *res
+	err = r.refreshLocked(ctx, conn, req, res, resolved)
+	var first *columnsFirst
+	if !errors.As(err, &first) {
+		return err
+	}
+	// The target's columns change first, in a transaction of their own
+	// (see evolveAlone); then the refresh runs again from the start, in a
+	// new snapshot, and finds nothing left to change in them.
+	changes, err := r.evolveAlone(ctx, conn, f)
+	if err != nil {
+		return err
+	}
+	*res = start
+	if err := r.refreshLocked(ctx, conn, req, res, resolved); err != nil {
+		return &afterColumns{err: err, changes: changes}
+	}
+	return nil
+}
+
+// refreshLocked is one refresh under the flow's lock, on its connection,
+// in one transaction. It returns a *columnsFirst, having changed nothing,
+// when the target's columns must change first.
+func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request, res *Result, resolved *predicate.Predicate) error {
+	f := req.Flow
 	// A refresh that fingerprints probes the target, and sometimes its
 	// sources, on connections of their own.
 	var spare *spareConns
@@ -299,6 +332,14 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		dec.Action, dec.Reasons = ActionBackfill, []string{Backfill}
 	}
 	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
+	var first *columnsFirst
+	if errors.As(err, &first) {
+		// A loss the refresh would be refused for refuses the column
+		// changes too, before they commit on their own.
+		if _, err := r.guardLoss(ctx, tx, req, st.FlowState, stmts, false, resolved, obs); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -401,18 +442,12 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 	}
 
 	if req.Mode == Full {
+		// What it loses for good, in its snapshot; its DELETE (of every
+		// row, never a TRUNCATE: see compile.Statements) counts the rest.
 		if err := tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
 			return err
 		}
 		fmt.Fprintf(r.opts.Log, "%s: full refresh deletes %d rows outside the window for good\n", f.Name(), res.RowsOutside)
-		var total int64
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+stmts.Target).Scan(&total); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, stmts.Truncate); err != nil {
-			return err
-		}
-		res.RowsDeleted = total
 	}
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
@@ -554,8 +589,13 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	case oid.Valid && uint32(oid.Int64) != st.targetOID:
 		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
 			s.Target, f.Table.Pos)
+	case oid.Valid && len(changes) > 0:
+		if err := r.refuseDestructive(f, changes); err != nil {
+			return false, err
+		}
+		return false, &columnsFirst{}
 	case oid.Valid:
-		return false, r.evolve(ctx, tx, f, changes)
+		return false, nil
 	}
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
 		return false, err
@@ -575,28 +615,163 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	return err == nil, err
 }
 
-// evolve applies column changes in the refresh's transaction: an added
-// column is added (rows outside the window keep NULL; the window is
-// recomputed); a dropped or retyped column loses data and needs
-// AllowDestructive.
-func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, changes []compile.ColumnChange) error {
-	if len(changes) == 0 {
-		return nil
+// columnsFirst says that the target's columns must change before the
+// refresh, in a transaction of their own (Runner.evolveAlone). The
+// refresh's transaction returns it having changed nothing; the user never
+// sees it.
+type columnsFirst struct{}
+
+func (*columnsFirst) Error() string { return "the target's columns change first" }
+
+// afterColumns is a refresh that failed after its target's column changes
+// committed: those stay, whatever the refresh's own error says.
+type afterColumns struct {
+	err     error
+	changes []compile.ColumnChange
+}
+
+// Error is the refresh's error, saying what stays.
+func (e *afterColumns) Error() string {
+	return strings.TrimSuffix(strings.TrimSuffix(e.err.Error(), unchanged), "; ") + "; " + e.rolledBack()
+}
+
+func (e *afterColumns) Unwrap() error { return e.err }
+
+// rolledBack says what a failed refresh left: the target as it was, or, when
+// its column changes committed before it, the target's rows as they were.
+func (e *afterColumns) rolledBack() string {
+	var names []string
+	for _, c := range e.changes {
+		names = append(names, c.Change())
 	}
+	return fmt.Sprintf("the refresh was rolled back; the target's column changes (%s), committed before it, stay, and the next refresh recomputes the window",
+		strings.Join(names, ", "))
+}
+
+// evolveAlone commits the target's column changes, with the state's record
+// of its columns, in a short transaction of its own, before the refresh's.
+// ALTER TABLE takes ACCESS EXCLUSIVE until its transaction ends: in the
+// refresh's transaction, it would block every reader of the target for the
+// whole recompute. Alone, readers wait only while it takes the lock (in
+// short attempts: see ddlAttempt), and then for the change itself: an added
+// or a dropped column changes only the catalog; a retype also rewrites the
+// table, and readers wait for that rewrite, not for the recompute.
+//
+// The price is that the change is not atomic with the rows. A kill or a
+// failure between the two transactions leaves the target's rows as they
+// were under the new columns (an added one NULL, as rows outside the window
+// keep it for good), and the state saying so with the query's fingerprint
+// cleared: the next refresh, whatever the query, recomputes the window
+// (QUERY_CHANGED), with nothing left to alter and no --allow-destructive to
+// give again. The changes are read again here, under the flow's lock, so
+// they are exactly the state's.
+func (r *Runner) evolveAlone(ctx context.Context, conn *sql.Conn, f *compile.Flow) ([]compile.ColumnChange, error) {
+	deadline := time.Now().Add(r.opts.LockTimeout)
+	for {
+		attempt := min(ddlAttempt, time.Until(deadline))
+		changes, err := r.evolveOnce(ctx, conn, f, max(attempt, time.Millisecond))
+		if !isLockTimeout(err) || attempt < ddlAttempt {
+			return changes, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(ddlPause):
+		}
+	}
+}
+
+// ddlAttempt bounds each attempt of evolveAlone to take its lock, and
+// ddlPause is the rest between two. While an ALTER TABLE waits for ACCESS
+// EXCLUSIVE (behind a session holding any lock on the target, a long
+// report, an idle transaction), every reader that comes after it queues
+// behind it: attempts that give up soon let that queue through, and they
+// go on until --lock-timeout has passed, as one long wait would.
+const (
+	ddlAttempt = 200 * time.Millisecond
+	ddlPause   = 50 * time.Millisecond
+)
+
+// evolveOnce is one attempt of evolveAlone, waiting at most wait for locks.
+func (r *Runner) evolveOnce(ctx context.Context, conn *sql.Conn, f *compile.Flow, wait time.Duration) ([]compile.ColumnChange, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+		wait.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
+		return nil, err
+	}
+	st, err := loadFlowState(ctx, tx, f.Name())
+	if err != nil {
+		return nil, err
+	}
+	changes := f.ColumnChanges(st.Columns)
+	if err := r.evolve(ctx, tx, f, changes); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	// Once committed: an attempt that timed out changed nothing.
+	for _, c := range changes {
+		fmt.Fprintf(r.opts.Log, "%s: %s (committed before the refresh)\n", f.Name(), f.AlterSQL(c))
+	}
+	return changes, nil
+}
+
+// refuseDestructive refuses column changes that lose data unless
+// AllowDestructive.
+func (r *Runner) refuseDestructive(f *compile.Flow, changes []compile.ColumnChange) error {
 	for _, c := range changes {
 		if c.Destructive() && !r.opts.AllowDestructive {
 			return refuse("flow %s: %s is destructive (%s); rerun with --allow-destructive to apply it", f.Name(), c.Change(), f.Table.Pos)
 		}
 	}
+	return nil
+}
+
+// evolve applies column changes (in evolveAlone's transaction): an added
+// column is added (rows outside the window keep NULL; the window is
+// recomputed); a dropped or retyped column loses data and needs
+// AllowDestructive. The state records the new columns and no query
+// fingerprint, so that the window is recomputed even should the refresh
+// that follows never commit.
+func (r *Runner) evolve(ctx context.Context, tx *sql.Tx, f *compile.Flow, changes []compile.ColumnChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := r.refuseDestructive(f, changes); err != nil {
+		return err
+	}
 	for _, c := range changes {
 		if _, err := tx.ExecContext(ctx, f.AlterSQL(c)); err != nil {
-			return fmt.Errorf("flow %s: %s: %w", f.Name(), c.Change(), err)
+			return &alterError{flow: f.Name(), change: c.Change(), err: err}
 		}
-		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), f.AlterSQL(c))
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2 WHERE flow = $1`, f.Name(), f.ColumnsJSON())
+	_, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = '' WHERE flow = $1`, f.Name(), f.ColumnsJSON())
 	return err
 }
+
+// alterError is a column change the server refused (a retype whose cast
+// fails on a stored value, say), in rwc's words; a lock timeout is read
+// through it (Unwrap).
+type alterError struct {
+	flow, change string
+	err          error
+}
+
+func (e *alterError) Error() string {
+	why := e.err.Error()
+	var pe *pq.Error
+	if errors.As(e.err, &pe) {
+		why = fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	return fmt.Sprintf("flow %s: %s failed: %s; nothing was changed", e.flow, e.change, why)
+}
+
+func (e *alterError) Unwrap() error { return e.err }
 
 // createSchema runs CREATE SCHEMA IF NOT EXISTS so that two first refreshes
 // of flows in the same new schema, at once, both succeed. IF NOT EXISTS does
@@ -625,8 +800,7 @@ func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
 }
 
 // write runs a refresh's DELETE and INSERT, those it has, and returns the
-// rows each affected (deleted as given without a DELETE: a full refresh
-// truncates). Given counts, it also counts the rows inserted per partition
+// rows each affected (deleted as given without a DELETE). Given counts, it also counts the rows inserted per partition
 // value, as the target's probe prints them.
 func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (int64, int64, error) {
 	if stmts.Delete != "" {

@@ -20,14 +20,16 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var batchSize int
 	cmd := &cobra.Command{
 		Use:   "refresh FLOW...",
-		Short: "Refresh flows now; --where for a one-off predicate, --full to truncate and recompute",
+		Short: "Refresh flows now; --where for a one-off predicate, --full to empty and recompute",
 		Long: `Refresh the named flows now, each in one transaction.
 
 --where CEL recomputes exactly the rows the predicate selects, once, instead of
 the flow's window (a backfill); the flow's own predicate is unchanged.
---full truncates the target and recomputes the window: every row outside the
-window is lost. rwc says how many first, and refuses when the table has
-properties: {reset_allowed: false}.
+--full deletes every row of the target and recomputes the window: every row
+outside the window is lost. rwc says how many first, and refuses when the
+table has properties: {reset_allowed: false}. It deletes rather than
+truncates: readers keep reading the old rows until the refresh commits, and
+never wait for it.
 On such a table, --where is refused too when its DELETE would remove rows its
 INSERT cannot give back (rows the query no longer yields: days the sources
 dropped, DML, an earlier backfill's), saying how many, and nothing is
@@ -116,7 +118,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 		},
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
-	cmd.Flags().BoolVar(&full, "full", false, "truncate the target and recompute its window (loses every row outside it)")
+	cmd.Flags().BoolVar(&full, "full", false, "delete every row of the target and recompute its window (loses every row outside it)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
