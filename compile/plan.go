@@ -31,9 +31,9 @@ type Plan struct {
 	Backfills     []BackfillPlan `json:"backfills"`
 	Diagnostics   diag.List      `json:"diagnostics"`
 	// Assumed: what the plan assumed because it could not observe it.
-	Assumed []string     `json:"assumed,omitempty"`
-	Summary PlanSummary  `json:"summary"`
-	Basis   Fingerprints `json:"basis"`
+	Assumed []string    `json:"assumed,omitempty"`
+	Summary PlanSummary `json:"summary"`
+	Basis   Basis       `json:"basis"`
 }
 
 // Rev names one side of the diff.
@@ -99,9 +99,9 @@ type PlanSummary struct {
 	Destructive       bool `json:"destructive"`
 }
 
-// Fingerprints are what the plan was computed from; `rwc apply PLAN`
+// Basis is what the plan was computed from; `rwc apply PLAN`
 // refuses the plan when any of them moved.
-type Fingerprints struct {
+type Basis struct {
 	Deployment  int64             `json:"deployment"`
 	Specs       string            `json:"specs"`
 	SpecFiles   map[string]string `json:"spec_files"`
@@ -124,7 +124,7 @@ type PlanInput struct {
 	// (diff.Classify); a flow not in it did not change.
 	Definitions map[string]Definition
 	State       map[string]FlowState // nil: no database reachable
-	Basis       Fingerprints
+	Basis       Basis
 	At          time.Time
 	Zone        *time.Location
 	// Estimate returns the rows a flow's window holds (nil: unknown); nil:

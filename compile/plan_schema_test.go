@@ -128,7 +128,7 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 	p, err = compile.BuildPlan(compile.PlanInput{Head: head, HeadRev: compile.Rev{Source: "worktree", Commit: strings.Repeat("b", 40), Dirty: true},
 		Base: base, BaseRev: compile.Rev{Source: "state", Commit: strings.Repeat("c", 40)}, State: state,
 		Definitions: diff.Classify(base, head, at, paris),
-		Basis:       compile.Fingerprints{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
+		Basis:       compile.Basis{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
 		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
 		BackfillStatus: func(*compile.Backfill) (compile.BackfillStatus, string) { return compile.BackfillChanged, "" }})
 	if err != nil {
@@ -280,7 +280,7 @@ func TestPlanSchemaDescribesEveryField(t *testing.T) {
 		{reflect.TypeFor[compile.BackfillPlan](), props(defs["backfill"])},
 		{reflect.TypeFor[predicate.Change](), props(props(defs["flow"])["window_change"])},
 		{reflect.TypeFor[compile.PlanSummary](), props(top["summary"])},
-		{reflect.TypeFor[compile.Fingerprints](), props(top["basis"])},
+		{reflect.TypeFor[compile.Basis](), props(top["basis"])},
 		{reflect.TypeFor[diag.Diagnostic](), props(defs["diagnostic"])},
 	} {
 		var missing []string

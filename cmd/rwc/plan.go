@@ -159,7 +159,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 			return nil, err
 		}
 		in.State = state.Flows
-		in.Basis = compile.Fingerprints{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
+		in.Basis = compile.Basis{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = estimator(ctx, db)
 		in.CountLost = func(f *compile.Flow, counts []string) *int64 {
 			n, err := run.CountLost(ctx, db, f, counts, 0)

@@ -9,7 +9,7 @@ import (
 
 // aggregated: the level groups its rows (GROUP BY, HAVING, or an aggregate
 // in its target list or ORDER BY).
-func (l *level) aggregated() bool {
+func (l *scope) aggregated() bool {
 	s := l.stmt
 	if len(s.GetGroupClause()) > 0 || s.GetHavingClause() != nil {
 		return true
@@ -30,7 +30,7 @@ func (l *level) aggregated() bool {
 // when no input column has that name; without a catalog rwc assumes the
 // alias was meant. Keys inside ROLLUP / CUBE / GROUPING SETS are not in
 // every grouping set, so they do not count.
-func (l *level) inGroupBy(idx int, expr *pg.Node, name string) bool {
+func (l *scope) inGroupBy(idx int, expr *pg.Node, name string) bool {
 	if !l.aggregated() {
 		return false
 	}
@@ -76,7 +76,7 @@ func starBefore(ts []target, idx int) bool {
 // keep k (aggregates over rows outside the window), when DISTINCT ON picks
 // one row per key that does not include k, or when a window function sees
 // rows across values of k (it must be partitioned by k).
-func (l *level) pushdownSafe(k colKey, inGroupBy bool) bool {
+func (l *scope) pushdownSafe(k colKey, inGroupBy bool) bool {
 	s := l.stmt
 	if s.GetLimitCount() != nil || s.GetLimitOffset() != nil {
 		return false
@@ -105,7 +105,7 @@ func (l *level) pushdownSafe(k colKey, inGroupBy bool) bool {
 
 // mentions: one of the expressions is a plain reference to k or to a
 // column equal to it.
-func (l *level) mentions(exprs []*pg.Node, k colKey) bool {
+func (l *scope) mentions(exprs []*pg.Node, k colKey) bool {
 	for _, e := range exprs {
 		if cr := e.GetColumnRef(); cr != nil {
 			if m, ok := l.resolve(cr); ok && l.same(m, k) {
@@ -119,7 +119,7 @@ func (l *level) mentions(exprs []*pg.Node, k colKey) bool {
 // partitionOf is a window's PARTITION BY list, following `OVER w` and
 // `OVER (w ORDER BY …)` to the WINDOW clause. ok is false when a named
 // window is missing.
-func (l *level) partitionOf(over *pg.WindowDef) ([]*pg.Node, bool) {
+func (l *scope) partitionOf(over *pg.WindowDef) ([]*pg.Node, bool) {
 	w := over
 	if w.GetName() != "" { // OVER w: the whole definition is in the WINDOW clause
 		if w = l.window(w.GetName()); w == nil {
@@ -142,7 +142,7 @@ func (l *level) partitionOf(over *pg.WindowDef) ([]*pg.Node, bool) {
 	return nil, false
 }
 
-func (l *level) window(name string) *pg.WindowDef {
+func (l *scope) window(name string) *pg.WindowDef {
 	for _, n := range l.stmt.GetWindowClause() {
 		if d := n.GetWindowDef(); d != nil && d.GetName() == name {
 			return d

@@ -68,7 +68,7 @@ func (a *analyzer) traceQuery(s *pg.SelectStmt, name string, depth int) *trace {
 	case isSetOp(s):
 		t = a.traceSetOp(s, name, depth)
 	default:
-		t = a.level(s).trace(name, depth)
+		t = a.scope(s).trace(name, depth)
 	}
 	a.traces[key] = t
 	return t
@@ -104,7 +104,7 @@ func (a *analyzer) traceSetOp(s *pg.SelectStmt, name string, depth int) *trace {
 		if res.kind == 0 || res.kind == Plain {
 			res.kind = t.kind
 		}
-		if a.level(arm).aggregated() {
+		if a.scope(arm).aggregated() {
 			aggArms++
 			if t.inGroupBy {
 				grouped++
@@ -121,7 +121,7 @@ func (a *analyzer) traceSetOp(s *pg.SelectStmt, name string, depth int) *trace {
 }
 
 // trace traces an output column of a plain SELECT.
-func (l *level) trace(name string, depth int) *trace {
+func (l *scope) trace(name string, depth int) *trace {
 	tables := l.a.fromTables(l.stmt, depth)
 	ts := targets(l.stmt)
 	idx := slices.IndexFunc(ts, func(t target) bool { return !t.star && t.name == name })
@@ -215,7 +215,7 @@ func (l *level) trace(name string, depth int) *trace {
 // reaches that table (PostgreSQL pushes it down). Tables deeper inside that
 // are only equal through the subquery's own joins are not counted: the
 // condition is not copied across those.
-func (l *level) exposures(m colKey, depth int) []Exposure {
+func (l *scope) exposures(m colKey, depth int) []Exposure {
 	it := l.items[m.item]
 	ref, ok := l.refFor(m)
 	if !ok {
@@ -238,7 +238,7 @@ func (l *level) exposures(m colKey, depth int) []Exposure {
 
 // traceItem traces column k.col of a subquery or CTE item, mapping it
 // through the item's column aliases by position.
-func (l *level) traceItem(k colKey, depth int) *trace {
+func (l *scope) traceItem(k colKey, depth int) *trace {
 	it := l.items[k.item]
 	if pos := slices.Index(it.colnames, k.col); pos >= 0 {
 		name, ok := outputNameAt(it.query, pos)
@@ -267,7 +267,7 @@ func (a *analyzer) fromTables(s *pg.SelectStmt, depth int) []TableRef {
 	a.tablesOf[s] = nil
 	var out []TableRef
 	for _, arm := range arms(s) {
-		for _, it := range a.level(arm).items {
+		for _, it := range a.scope(arm).items {
 			switch {
 			case it.table != nil:
 				out = append(out, *it.table)

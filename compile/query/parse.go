@@ -20,7 +20,7 @@ type analyzer struct {
 
 	ctes   map[*pg.CommonTableExpr]*cteDef
 	envOf  map[*pg.SelectStmt]*cteEnv
-	levels map[*pg.SelectStmt]*level
+	levels map[*pg.SelectStmt]*scope
 	traces map[traceKey]*trace
 	// tablesOf memoises fromTables; an entry is nil while being computed.
 	tablesOf map[*pg.SelectStmt][]TableRef
@@ -77,7 +77,7 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 		top:    top,
 		ctes:   map[*pg.CommonTableExpr]*cteDef{},
 		envOf:  map[*pg.SelectStmt]*cteEnv{},
-		levels: map[*pg.SelectStmt]*level{},
+		levels: map[*pg.SelectStmt]*scope{},
 		traces: map[traceKey]*trace{},
 
 		tablesOf: map[*pg.SelectStmt][]TableRef{},
@@ -110,7 +110,7 @@ func Analyze(sql string) (*Analysis, *SyntaxError) {
 	}
 	a.mu.Lock()
 	for _, s := range arms(top) {
-		if a.level(s).aggregated() {
+		if a.scope(s).aggregated() {
 			res.Aggregates = true
 		}
 	}

@@ -17,7 +17,7 @@ const (
 )
 
 // lookup resolves an unqualified column name inside a FROM subtree.
-func (l *level) lookup(t *fromTree, c string) (colKey, lookupState) {
+func (l *scope) lookup(t *fromTree, c string) (colKey, lookupState) {
 	if t.item >= 0 {
 		if l.items[t.item].known[c] {
 			return colKey{t.item, c}, found
@@ -65,7 +65,7 @@ func preservesRight(j *pg.JoinExpr) bool {
 // join), or false when there is none: an item hidden by a join alias is
 // reachable only through the alias, and only if the alias's column is k
 // itself; a subquery without an alias has no name at all.
-func (l *level) refFor(k colKey) (string, bool) {
+func (l *scope) refFor(k colKey) (string, bool) {
 	it := l.items[k.item]
 	if h := it.hider; h != nil {
 		a := h.join.GetAlias()
@@ -84,11 +84,11 @@ func (l *level) refFor(k colKey) (string, bool) {
 }
 
 // resolve finds the FROM item column a reference denotes at this level.
-func (l *level) resolve(cr *pg.ColumnRef) (colKey, bool) {
+func (l *scope) resolve(cr *pg.ColumnRef) (colKey, bool) {
 	return l.resolveIn(l.trees, cr)
 }
 
-func (l *level) resolveIn(scope []*fromTree, cr *pg.ColumnRef) (colKey, bool) {
+func (l *scope) resolveIn(scope []*fromTree, cr *pg.ColumnRef) (colKey, bool) {
 	f, ok := stringList(cr.GetFields())
 	if !ok {
 		return colKey{}, false
@@ -106,7 +106,7 @@ func (l *level) resolveIn(scope []*fromTree, cr *pg.ColumnRef) (colKey, bool) {
 
 // qualified resolves schema.name.col or name.col. name is an item's alias
 // (or table name when not aliased), or a join's alias.
-func (l *level) qualified(scope []*fromTree, schema, name, col string) (colKey, bool) {
+func (l *scope) qualified(scope []*fromTree, schema, name, col string) (colKey, bool) {
 	var res colKey
 	ok := false
 	var visit func(t *fromTree) bool
@@ -141,7 +141,7 @@ func (l *level) qualified(scope []*fromTree, schema, name, col string) (colKey, 
 // item that has it; without a catalog rwc only knows what the query shows,
 // so it takes the item the query shows has it, else the only item that may
 // have it, else gives up (the caller treats that as an unknown table).
-func (l *level) unqualified(scope []*fromTree, c string) (colKey, bool) {
+func (l *scope) unqualified(scope []*fromTree, c string) (colKey, bool) {
 	var key colKey
 	n := 0
 	for _, t := range scope {
@@ -177,7 +177,7 @@ func (l *level) unqualified(scope []*fromTree, c string) (colKey, bool) {
 	return colKey{cand, c}, true
 }
 
-func (l *level) leaves(scope []*fromTree) []int {
+func (l *scope) leaves(scope []*fromTree) []int {
 	var out []int
 	var visit func(t *fromTree)
 	visit = func(t *fromTree) {
@@ -198,7 +198,7 @@ func (l *level) leaves(scope []*fromTree) []int {
 // inner joins make columns equal on every row: on the nullable side of an
 // outer join the column may be NULL where the other is not, so a predicate
 // copied there would drop rows the query keeps.
-func (l *level) equateJoins(t *fromTree) {
+func (l *scope) equateJoins(t *fromTree) {
 	if t.join == nil {
 		return
 	}
@@ -233,7 +233,7 @@ func (l *level) equateJoins(t *fromTree) {
 }
 
 // usingSide is the column a USING name denotes on one side of the join.
-func (l *level) usingSide(t *fromTree, c string) (colKey, bool) {
+func (l *scope) usingSide(t *fromTree, c string) (colKey, bool) {
 	if t.item >= 0 {
 		return colKey{t.item, c}, true
 	}
@@ -244,7 +244,7 @@ func (l *level) usingSide(t *fromTree, c string) (colKey, bool) {
 // commonColumns is what rwc can tell NATURAL joins on: columns both sides
 // are known to have. The real list may be longer; missing ones only lose
 // equalities.
-func (l *level) commonColumns(a, b *fromTree) []string {
+func (l *scope) commonColumns(a, b *fromTree) []string {
 	names := func(t *fromTree) map[string]bool {
 		m := map[string]bool{}
 		for _, i := range l.leaves([]*fromTree{t}) {
@@ -266,7 +266,7 @@ func (l *level) commonColumns(a, b *fromTree) []string {
 }
 
 // equate records `x = y` between two columns of the scope.
-func (l *level) equate(cond *pg.Node, scope []*fromTree) {
+func (l *scope) equate(cond *pg.Node, scope []*fromTree) {
 	a, b, ok := columnEquality(cond)
 	if !ok {
 		return
@@ -278,7 +278,7 @@ func (l *level) equate(cond *pg.Node, scope []*fromTree) {
 	}
 }
 
-func (l *level) find(k colKey) colKey {
+func (l *scope) find(k colKey) colKey {
 	for {
 		p, ok := l.parent[k]
 		if !ok || p == k {
@@ -288,7 +288,7 @@ func (l *level) find(k colKey) colKey {
 	}
 }
 
-func (l *level) union(a, b colKey) {
+func (l *scope) union(a, b colKey) {
 	for _, k := range []colKey{a, b} {
 		if _, ok := l.parent[k]; !ok {
 			l.parent[k] = k
@@ -299,10 +299,10 @@ func (l *level) union(a, b colKey) {
 	}
 }
 
-func (l *level) same(a, b colKey) bool { return l.find(a) == l.find(b) }
+func (l *scope) same(a, b colKey) bool { return l.find(a) == l.find(b) }
 
 // class is every column equal to k, k included, in a stable order.
-func (l *level) class(k colKey) []colKey {
+func (l *scope) class(k colKey) []colKey {
 	out := []colKey{k}
 	root := l.find(k)
 	for m := range l.parent {

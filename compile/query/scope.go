@@ -53,7 +53,9 @@ type colKey struct {
 	col  string
 }
 
-type level struct {
+// scope is one SELECT of a query being analysed: its FROM, its WHERE and
+// what it groups by, in which a column reference is resolved.
+type scope struct {
 	a     *analyzer
 	stmt  *pg.SelectStmt
 	env   *cteEnv
@@ -65,11 +67,11 @@ type level struct {
 }
 
 // level returns the analysis of one plain SELECT, built once.
-func (a *analyzer) level(s *pg.SelectStmt) *level {
+func (a *analyzer) scope(s *pg.SelectStmt) *scope {
 	if l, ok := a.levels[s]; ok {
 		return l
 	}
-	l := &level{a: a, stmt: s, env: a.envOf[s], parent: map[colKey]colKey{}}
+	l := &scope{a: a, stmt: s, env: a.envOf[s], parent: map[colKey]colKey{}}
 	a.levels[s] = l
 	for _, n := range s.GetFromClause() {
 		l.trees = append(l.trees, l.addFrom(n))
@@ -85,7 +87,7 @@ func (a *analyzer) level(s *pg.SelectStmt) *level {
 	return l
 }
 
-func (l *level) addFrom(n *pg.Node) *fromTree {
+func (l *scope) addFrom(n *pg.Node) *fromTree {
 	switch v := n.GetNode().(type) {
 	case *pg.Node_JoinExpr:
 		j := v.JoinExpr
@@ -130,7 +132,7 @@ func (l *level) addFrom(n *pg.Node) *fromTree {
 	return l.leaf(&fromItem{kind: itemOpaque})
 }
 
-func (l *level) leaf(it *fromItem) *fromTree {
+func (l *scope) leaf(it *fromItem) *fromTree {
 	if it.known == nil {
 		it.known = map[string]bool{}
 	}
@@ -138,7 +140,7 @@ func (l *level) leaf(it *fromItem) *fromTree {
 	return &fromTree{item: len(l.items) - 1}
 }
 
-func (l *level) rangeVarItem(rv *pg.RangeVar) *fromItem {
+func (l *scope) rangeVarItem(rv *pg.RangeVar) *fromItem {
 	ref := rv.GetAlias().GetAliasname()
 	if ref == "" {
 		ref = rv.GetRelname()
@@ -194,7 +196,7 @@ func stringsOf(nodes []*pg.Node) []string {
 // learnColumns records which columns each item is known to have: from a
 // subquery's output list, from qualified references anywhere in this level,
 // and from USING lists.
-func (l *level) learnColumns() {
+func (l *scope) learnColumns() {
 	for _, it := range l.items {
 		for _, c := range it.colnames {
 			it.known[c] = true
