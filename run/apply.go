@@ -93,13 +93,13 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			// this refresh recomputed all of it; an incremental refresh
 			// recomputed what it saw change, and a backfill is often for
 			// what rwc cannot see.
-			j.KeepWindow = res.Action != ActionCreate && res.Action != ActionRecomputeWindow && res.Action != ActionFullRefresh
+			j.KeepWindow = res.Action != compile.ActionCreate && res.Action != compile.ActionRecomputeWindow && res.Action != compile.ActionFullRefresh
 			if _, err := r.Backfill(ctx, j, batchDone); err != nil {
 				if err := tally.Interrupted(ctx, err, flowNames(p.Flows[i+1:]), applyNext); err != nil {
 					return results, err
 				}
 				failed[f.Name()] = true
-				fail := Result{Flow: f.Name(), Action: ActionBackfill, Reasons: []string{Backfill}, Err: err}
+				fail := Result{Flow: f.Name(), Action: compile.ActionBackfill, Reasons: []string{compile.ReasonBackfill}, Err: err}
 				results = append(results, fail)
 				if each != nil {
 					each(fail)

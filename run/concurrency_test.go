@@ -332,7 +332,7 @@ func TestRefreshRetriesAfterConcurrentTargetChange(t *testing.T) {
 	if res.Err != nil {
 		t.Fatalf("refresh: %v", res.Err)
 	}
-	checkOutcome(t, res, run.ActionRecomputeWindow, compile.ReasonExternalChange)
+	checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	logMu.Lock()
 	if !strings.Contains(log.String(), "refreshing again") {
 		t.Errorf("the first attempt did not fail on the concurrent change (log: %q): the test did not test the retry", log.String())
@@ -376,7 +376,7 @@ func TestRefreshWithOneConnection(t *testing.T) {
 	// it, it would see rwc's own rows and report them as external DML.
 	e.exec(`CREATE TABLE names (k text, name text); INSERT INTO names VALUES ('a', 'A'), ('b', 'B')`)
 	dim := flow(t, map[string]string{"p.yaml": strings.Replace(dimensionSpec, "  t:", "  t2:", 1)}, "t2")
-	for i, want := range []string{run.FirstRefresh, compile.ReasonCannotPushPredicate, compile.ReasonExternalChange} {
+	for i, want := range []string{compile.ReasonFirstRefresh, compile.ReasonCannotPushPredicate, compile.ReasonExternalChange} {
 		switch i {
 		case 1:
 			e.exec(`UPDATE names SET name = 'A2' WHERE k = 'a'`)

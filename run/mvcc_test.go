@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -172,7 +173,7 @@ func TestFullRefreshKeepsReadersOnTheOldRows(t *testing.T) {
 	if during != before {
 		t.Errorf("a reader during the recompute read\n%s\nwant the old rows\n%s", during, before)
 	}
-	checkOutcome(t, res, run.ActionFullRefresh, run.FullRefreshRequested)
+	checkOutcome(t, res, compile.ActionFullRefresh, compile.ReasonFullRefreshRequested)
 	if res.RowsOutside != 1 || res.RowsDeleted != 7 || res.RowsInserted != 6 {
 		t.Errorf("outside %d, deleted %d, inserted %d; want 1, 7, 6", res.RowsOutside, res.RowsDeleted, res.RowsInserted)
 	}
@@ -234,7 +235,7 @@ func TestColumnChangeKeepsReadersOnTheOldRows(t *testing.T) {
 			if during != tc.during {
 				t.Errorf("a reader during the recompute read\n%s\nwant\n%s", during, tc.during)
 			}
-			checkOutcome(t, res, run.ActionRecomputeWindow, run.QueryChanged)
+			checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonQueryChanged)
 			if after := e.value(targetText); after != tc.after {
 				t.Errorf("after the refresh:\n%s\nwant\n%s", after, tc.after)
 			}
@@ -265,7 +266,7 @@ func TestRefreshFailingAfterColumnChange(t *testing.T) {
 
 	e.exec(`DELETE FROM ev WHERE k = 'zero'`)
 	res = refresh(t, r, reqWindow(f))
-	checkOutcome(t, res, run.ActionRecomputeWindow, run.QueryChanged)
+	checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonQueryChanged)
 	if got := e.value(targetText); got != "(2026-03-01,dml,1,) (2026-03-08,a,8,12) (2026-03-08,b,80,1) (2026-03-09,a,9,11) (2026-03-09,b,90,1) (2026-03-10,a,10,10) (2026-03-10,b,100,1)" {
 		t.Errorf("after the next refresh: %s", got)
 	}

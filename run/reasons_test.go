@@ -149,9 +149,9 @@ tables:
 func TestEachReasonCode(t *testing.T) {
 	t.Parallel()
 	uncovered := map[string]bool{}
-	for _, r := range []string{run.FirstRefresh, run.QueryChanged, compile.ReasonExternalChange,
-		run.PriorNotDeterministic, run.PriorPredicateMissing, compile.ReasonStaleTargetData, compile.ReasonCannotPushPredicate,
-		run.Backfill, run.FullRefreshRequested} {
+	for _, r := range []string{compile.ReasonFirstRefresh, compile.ReasonQueryChanged, compile.ReasonExternalChange,
+		compile.ReasonPriorNotDeterministic, compile.ReasonPriorPredicateMissing, compile.ReasonStaleTargetData, compile.ReasonCannotPushPredicate,
+		compile.ReasonBackfill, compile.ReasonFullRefreshRequested} {
 		uncovered[r] = true
 	}
 	for _, tc := range []struct {
@@ -165,17 +165,17 @@ func TestEachReasonCode(t *testing.T) {
 		// means an incremental refresh of that day alone.
 		next []string
 	}{
-		{name: "first refresh", reason: run.FirstRefresh,
+		{name: "first refresh", reason: compile.ReasonFirstRefresh,
 			trigger: func(s *scenario) run.Result { return s.refresh() },
-			action:  run.ActionCreate, reasons: []string{run.FirstRefresh}},
-		{name: "query changed", reason: run.QueryChanged,
+			action:  compile.ActionCreate, reasons: []string{compile.ReasonFirstRefresh}},
+		{name: "query changed", reason: compile.ReasonQueryChanged,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.load(strings.Replace(dailySpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1))
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{run.QueryChanged}},
-		{name: "column added", reason: run.QueryChanged,
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonQueryChanged}},
+		{name: "column added", reason: compile.ReasonQueryChanged,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.load(strings.Replace(strings.Replace(dailySpec, "      v: integer\n", "      v: integer\n      w: integer\n", 1),
@@ -183,7 +183,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.e.exec(`ALTER TABLE ref ADD COLUMN w integer`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{run.QueryChanged}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonQueryChanged}},
 		{name: "external change in the window", reason: compile.ReasonExternalChange,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
@@ -193,15 +193,15 @@ func TestEachReasonCode(t *testing.T) {
 				s.dml(`UPDATE %s SET v = -v WHERE d = '2026-03-10' AND k = 'a'`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
 		{name: "target truncated", reason: compile.ReasonExternalChange,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.dml(`TRUNCATE %s`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
-		{name: "prior not deterministic", reason: run.PriorNotDeterministic,
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
+		{name: "prior not deterministic", reason: compile.ReasonPriorNotDeterministic,
 			trigger: func(s *scenario) run.Result {
 				// An rwc before RW211 refused rand() in replace_where stored
 				// such windows; rand() < 2.0 is always true, so the reference
@@ -212,35 +212,35 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// The prior window had an atom rwc cannot reason about: it cannot
 			// prove the new window lies inside it either.
-			action: run.ActionRecomputeWindow, reasons: []string{run.PriorNotDeterministic, compile.ReasonStaleTargetData}},
-		{name: "prior predicate missing from the state", reason: run.PriorPredicateMissing,
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorNotDeterministic, compile.ReasonStaleTargetData}},
+		{name: "prior predicate missing from the state", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE rwc.flows SET predicate_cel = NULL WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{run.PriorPredicateMissing}},
-		{name: "prior predicate no longer compiles", reason: run.PriorPredicateMissing,
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
+		{name: "prior predicate no longer compiles", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE rwc.flows SET predicate_cel = 'd >= no_such_function()' WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{run.PriorPredicateMissing}},
-		{name: "prior fingerprints missing", reason: run.PriorPredicateMissing,
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
+		{name: "prior fingerprints missing", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`DELETE FROM rwc.fingerprints WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{run.PriorPredicateMissing}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
 		{name: "predicate widened", reason: compile.ReasonStaleTargetData,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.load(strings.Replace(dailySpec, "-2)", "-4)", 1))
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
 		{name: "moving upper bound", reason: compile.ReasonStaleTargetData,
 			trigger: func(s *scenario) run.Result {
 				s.load(strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date_add(current_date(), -3) && d <= current_date()", 1))
@@ -250,21 +250,21 @@ func TestEachReasonCode(t *testing.T) {
 				return s.refresh()
 			},
 			// The next refresh is at the same time: the window has not moved.
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
 		{name: "dimension changed", reason: compile.ReasonCannotPushPredicate, spec: dimensionSpec,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE names SET name = 'alpha' WHERE k = 'a'`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate}},
 		{name: "predicate not pushable (LIMIT)", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				s.load(strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v FROM ev LIMIT 1000", 1))
 				s.refresh()
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
 		{name: "predicate over two columns", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
@@ -272,7 +272,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.refresh()
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
 		{name: "window holds NULL partition values", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
@@ -283,7 +283,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.e.exec(`UPDATE ev SET v = v + 1 WHERE d IS NULL`)
 				return s.refresh()
 			},
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
 		{name: "source is a view", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
@@ -294,7 +294,7 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// A view's rows have no identity to fingerprint: rwc cannot
 			// know what changed in it.
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
 		{name: "a partition of the source is a foreign table", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
@@ -310,17 +310,17 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// Found by walking the source's partition tree: the foreign
 			// table's (ctid, xmin) say nothing about the remote rows.
-			action: run.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
+			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
 			next: []string{compile.ReasonCannotPushPredicate}},
-		{name: "override", reason: run.Backfill,
+		{name: "override", reason: compile.ReasonBackfill,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				// Outside the window: the override recomputes it.
 				s.e.exec(`UPDATE ev SET v = v + 1000 WHERE d < '2026-03-08'`)
 				return s.run(run.Override, `d >= date('2026-03-03') && d <= date('2026-03-08')`)
 			},
-			action: run.ActionBackfill, reasons: []string{run.Backfill}},
-		{name: "full refresh", reason: run.FullRefreshRequested,
+			action: compile.ActionBackfill, reasons: []string{compile.ReasonBackfill}},
+		{name: "full refresh", reason: compile.ReasonFullRefreshRequested,
 			trigger: func(s *scenario) run.Result {
 				s.now = at(-3)
 				s.refresh()
@@ -329,7 +329,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
 				return s.run(run.Full, "")
 			},
-			action: run.ActionFullRefresh, reasons: []string{run.FullRefreshRequested}},
+			action: compile.ActionFullRefresh, reasons: []string{compile.ReasonFullRefreshRequested}},
 	} {
 		delete(uncovered, tc.reason)
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestEachReasonCode(t *testing.T) {
 			if tc.next == nil {
 				expectPartitions(t, next, "2026-03-09")
 			} else {
-				checkOutcome(t, next, run.ActionRecomputeWindow, tc.next...)
+				checkOutcome(t, next, compile.ActionRecomputeWindow, tc.next...)
 			}
 			// And nothing more to do.
 			if tc.next == nil {
@@ -492,7 +492,7 @@ func TestIncrementalSeesEveryChange(t *testing.T) {
 			case tc.partitions != nil:
 				expectPartitions(t, res, tc.partitions...)
 			default:
-				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+				checkOutcome(t, res, compile.ActionRecomputeWindow, tc.reasons...)
 			}
 			if tc.reasons == nil {
 				expectPartitions(t, s.refresh())
@@ -584,21 +584,21 @@ func TestOverrideDoesNotHideExternalChange(t *testing.T) {
 	e := s.e
 	s.refresh()
 	s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
-	checkOutcome(t, s.run(run.Override, `d == date('2026-03-02')`), run.ActionBackfill, run.Backfill)
-	checkOutcome(t, s.refresh(), run.ActionRecomputeWindow, compile.ReasonExternalChange)
+	checkOutcome(t, s.run(run.Override, `d == date('2026-03-02')`), compile.ActionBackfill, compile.ReasonBackfill)
+	checkOutcome(t, s.refresh(), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	if n := e.count(`SELECT count(*) FROM t WHERE k = 'dml'`); n != 0 {
 		t.Errorf("the DML row inside the window survived the refresh")
 	}
 	// An override with a clean target is no external change.
 	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
-	checkOutcome(t, s.run(run.Override, `d >= date('2026-03-09')`), run.ActionBackfill, run.Backfill)
+	checkOutcome(t, s.run(run.Override, `d >= date('2026-03-09')`), compile.ActionBackfill, compile.ReasonBackfill)
 	expectPartitions(t, s.refresh(), "2026-03-10")
 	// An override before the flow's first refresh leaves it a first refresh.
 	e2 := newEnv(t)
 	e2.seedDaily()
 	s2 := newScenario(t, e2, dailySpec)
-	checkOutcome(t, s2.run(run.Override, `d == date('2026-03-09')`), run.ActionBackfill, run.Backfill)
-	checkOutcome(t, s2.refresh(), run.ActionCreate, run.FirstRefresh)
+	checkOutcome(t, s2.run(run.Override, `d == date('2026-03-09')`), compile.ActionBackfill, compile.ReasonBackfill)
+	checkOutcome(t, s2.refresh(), compile.ActionCreate, compile.ReasonFirstRefresh)
 }
 
 // A window with no rows at all (sources and target empty in it) is still
@@ -608,7 +608,7 @@ func TestEmptyWindowStaysIncremental(t *testing.T) {
 	t.Parallel()
 	e := newDailyEnv(t)
 	s := newScenario(t, e, strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date('2026-04-01')", 1))
-	checkOutcome(t, s.refresh(), run.ActionCreate, run.FirstRefresh)
+	checkOutcome(t, s.refresh(), compile.ActionCreate, compile.ReasonFirstRefresh)
 	expectPartitions(t, s.refresh())
 	e.exec(`INSERT INTO ev VALUES ('2026-04-02', 'a', 1)`)
 	expectPartitions(t, s.refresh(), "2026-04-02")
@@ -668,7 +668,7 @@ func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	s := newScenario(t, e, wide)
 	s.refresh()
 	s.load(dailySpec)
-	checkOutcome(t, s.run(run.Override, `d == date('2026-03-01')`), run.ActionBackfill, run.Backfill)
+	checkOutcome(t, s.run(run.Override, `d == date('2026-03-01')`), compile.ActionBackfill, compile.ReasonBackfill)
 	s.load(wide)
 	expectPartitions(t, s.refresh())
 
@@ -680,7 +680,7 @@ func TestOverrideUnderNarrowerSpecKeepsFingerprints(t *testing.T) {
 	s2 := newScenario(t, e2, wide)
 	s2.refresh()
 	s2.now = at(1)
-	checkOutcome(t, s2.run(run.Override, `d >= date('2026-03-06') && d <= date('2026-03-08')`), run.ActionBackfill, run.Backfill)
+	checkOutcome(t, s2.run(run.Override, `d >= date('2026-03-06') && d <= date('2026-03-08')`), compile.ActionBackfill, compile.ReasonBackfill)
 	s2.load(strings.Replace(dailySpec, "-2)", "-4)", 1))
 	expectPartitions(t, s2.refresh())
 }
@@ -736,7 +736,7 @@ func TestExternalChangeFoundAfterIncrementalWrite(t *testing.T) {
 	e.exec(`INSERT INTO ev VALUES ('2026-03-10', 'c', 7)`)           // a source changes one day
 	s.dml(`UPDATE %s SET v = -v WHERE d = '2026-03-09' AND k = 'a'`) // someone else another
 	res := s.refresh()
-	checkOutcome(t, res, run.ActionRecomputeWindow, compile.ReasonExternalChange)
+	checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	// The window (03-08 to 03-10) held 6 rows and holds 7 now.
 	if res.RowsDeleted != 6 || res.RowsInserted != 7 {
 		t.Errorf("-%d +%d, want -6 +7: the window's rows, each counted once", res.RowsDeleted, res.RowsInserted)

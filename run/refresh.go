@@ -17,20 +17,7 @@ import (
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
-// Reason codes and actions a refresh records (design §1); they are
-// compile's, so a plan and the event log speak the same words.
 const (
-	FirstRefresh          = compile.ReasonFirstRefresh
-	QueryChanged          = compile.ReasonQueryChanged
-	PriorNotDeterministic = compile.ReasonPriorNotDeterministic
-	PriorPredicateMissing = compile.ReasonPriorPredicateMissing
-	Backfill              = compile.ReasonBackfill
-	FullRefreshRequested  = compile.ReasonFullRefreshRequested
-	ActionCreate          = compile.ActionCreate
-	ActionRecomputeWindow = compile.ActionRecomputeWindow
-	ActionFullRefresh     = compile.ActionFullRefresh
-	ActionBackfill        = compile.ActionBackfill
-
 	eventKindPlanningInformation = "planning_information"
 	eventKindRefreshFailed       = "refresh_failed"
 	advisoryNamespace            = "rwc.flow:"
@@ -321,15 +308,15 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 			fingerprinted = false
 			if dec.Action == compile.ActionIncremental {
 				fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
-				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
 			}
 		}
 	}
 	switch req.Mode {
 	case Full:
-		dec.Action, dec.Reasons = ActionFullRefresh, []string{FullRefreshRequested}
+		dec.Action, dec.Reasons = compile.ActionFullRefresh, []string{compile.ReasonFullRefreshRequested}
 	case Override:
-		dec.Action, dec.Reasons = ActionBackfill, []string{Backfill}
+		dec.Action, dec.Reasons = compile.ActionBackfill, []string{compile.ReasonBackfill}
 	}
 	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
 	var first *columnsFirst
@@ -346,7 +333,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if created && req.Mode == Window {
 		// The target was missing (dropped outside rwc, or a new schema):
 		// whatever the state said, this is a first refresh.
-		dec = compile.Decision{Action: ActionCreate, Reasons: []string{FirstRefresh}}
+		dec = compile.Decision{Action: compile.ActionCreate, Reasons: []string{compile.ReasonFirstRefresh}}
 	}
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
@@ -364,7 +351,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		fingerprinted = false
 		if dec.Action == compile.ActionIncremental {
 			fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
 		}
 	}
 	c := &capture{}
@@ -406,14 +393,14 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	reasonLater, checkLater := false, false
 	whole := stmts // the whole window's statements
 	if dec.Action == compile.ActionIncremental && forced != "" {
-		dec.Action, dec.Reasons = ActionRecomputeWindow, []string{forced}
+		dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{forced}
 		_, reasonLater = stored[takenKey]
 	}
 	if dec.Action == compile.ActionIncremental {
 		narrowed, values, reason := changedPartitions(f, window, c.sources, stored)
 		switch {
 		case reason != "":
-			dec.Action, dec.Reasons = ActionRecomputeWindow, []string{reason}
+			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{reason}
 			reasonLater = true
 		case narrowed == nil:
 			// No source changed: only the target can say whether there is
@@ -423,7 +410,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 				return err
 			}
 			if !targetClean(f, window, target, stored) {
-				dec.Action, dec.Reasons = ActionRecomputeWindow, []string{compile.ReasonExternalChange}
+				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonExternalChange}
 				break
 			}
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
@@ -480,7 +467,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 			res.deadAgain = res.RowsInserted
 			res.RowsDeleted += deleted - res.RowsInserted
 			res.RowsInserted = inserted
-			res.Action, res.Partitions, written = ActionRecomputeWindow, nil, nil
+			res.Action, res.Partitions, written = compile.ActionRecomputeWindow, nil, nil
 			res.Reasons = []string{compile.ReasonExternalChange}
 		case !clean:
 			res.Reasons = []string{compile.ReasonExternalChange}

@@ -25,7 +25,7 @@ func TestRewrittenPartitionsCheckedByWriter(t *testing.T) {
 		rows, marked, printed int64
 	}{
 		{name: "window rewritten whole", rows: 6, rewrite: func(s *scenario) {
-			checkOutcome(s.t, s.refresh(), run.ActionCreate, run.FirstRefresh)
+			checkOutcome(s.t, s.refresh(), compile.ActionCreate, compile.ReasonFirstRefresh)
 		}},
 		{name: "one day rewritten", rows: 2, marked: 1, printed: 2, rewrite: func(s *scenario) {
 			s.refresh()
@@ -162,7 +162,7 @@ func TestOverrideKeepsExternalChangePerPartition(t *testing.T) {
 					expectPartitions(t, s.refresh()) // fingerprints
 				}
 				s.dml(tc.dml)
-				checkOutcome(t, s.run(run.Override, `d == date('2026-03-10')`), run.ActionBackfill, run.Backfill)
+				checkOutcome(t, s.run(run.Override, `d == date('2026-03-10')`), compile.ActionBackfill, compile.ReasonBackfill)
 				if tc.later {
 					s.now = at(1)
 				}

@@ -61,7 +61,7 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 				checkOutcome(t, res, compile.ActionIncremental)
 				pgtest.SameRows(t, "partitions recomputed", res.Partitions, []string{"2026-03-08", "2026-03-09", "2026-03-10"})
 			} else {
-				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+				checkOutcome(t, res, compile.ActionRecomputeWindow, tc.reasons...)
 			}
 			if res.RowsDeleted != 6 || res.RowsInserted != 6 {
 				t.Errorf("deleted %d, inserted %d; want 6 and 6", res.RowsDeleted, res.RowsInserted)
@@ -85,7 +85,7 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 					t.Errorf("deleted %d, inserted %d; want 1 and 1 (03-09 has one row)", res.RowsDeleted, res.RowsInserted)
 				}
 			} else {
-				checkOutcome(t, res, run.ActionRecomputeWindow, tc.reasons...)
+				checkOutcome(t, res, compile.ActionRecomputeWindow, tc.reasons...)
 			}
 			pgtest.SameRows(t, "target after a change to one day", e.rows(`SELECT * FROM t`), e.rows(`
 				SELECT * FROM before WHERE d < '2026-03-08' UNION ALL SELECT * FROM ev WHERE d >= '2026-03-08'`))
@@ -187,7 +187,7 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 	e.exec(`UPDATE ev SET v = v + 1000`)
 	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override,
 		Where: where(t, f, `d >= date('2026-03-04') && d <= date('2026-03-08')`)})
-	checkOutcome(t, res, run.ActionBackfill, run.Backfill)
+	checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
 	if res.RowsDeleted != 11 || res.RowsInserted != 10 {
 		t.Errorf("deleted %d, inserted %d; want 11 (10 + one DML row) and 10", res.RowsDeleted, res.RowsInserted)
 	}
@@ -217,7 +217,7 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	last2 := evs[len(evs)-2:]
-	if last2[0].Action != run.ActionBackfill || last2[0].PredicateSQL != res.PredicateSQL ||
+	if last2[0].Action != compile.ActionBackfill || last2[0].PredicateSQL != res.PredicateSQL ||
 		last2[1].Action != compile.ActionIncremental || last2[1].PredicateSQL != windowSQL {
 		t.Errorf("events: %+v", last2)
 	}
@@ -235,7 +235,7 @@ func TestFullRefreshLeavesOnlyWindow(t *testing.T) {
 	e.exec(`UPDATE ev SET v = v + 1000`)
 
 	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Full})
-	checkOutcome(t, res, run.ActionFullRefresh, run.FullRefreshRequested)
+	checkOutcome(t, res, compile.ActionFullRefresh, compile.ReasonFullRefreshRequested)
 	if res.RowsOutside != 12 || res.RowsDeleted != 18 || res.RowsInserted != 6 {
 		t.Errorf("outside %d, deleted %d, inserted %d; want 12, 18, 6", res.RowsOutside, res.RowsDeleted, res.RowsInserted)
 	}
@@ -314,7 +314,7 @@ func TestActionsAndReasons(t *testing.T) {
 	r := e.runner(now0)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	first := refresh(t, r, reqWindow(f))
-	checkOutcome(t, first, run.ActionCreate, run.FirstRefresh)
+	checkOutcome(t, first, compile.ActionCreate, compile.ReasonFirstRefresh)
 	if first.RowsDeleted != 0 || first.RowsInserted != 6 {
 		t.Errorf("first refresh deleted %d, inserted %d; want 0 and 6", first.RowsDeleted, first.RowsInserted)
 	}
@@ -329,14 +329,14 @@ func TestActionsAndReasons(t *testing.T) {
 
 	changed := flow(t, map[string]string{"p.yaml": strings.Replace(dailySpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1)}, "t")
 	res := refresh(t, r, reqWindow(changed))
-	checkOutcome(t, res, run.ActionRecomputeWindow, run.QueryChanged)
+	checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonQueryChanged)
 	if res.RowsDeleted != 6 || res.RowsInserted != 6 {
 		t.Errorf("refresh after the query changed: -%d +%d, want the whole window (6 and 6)", res.RowsDeleted, res.RowsInserted)
 	}
 	pgtest.SameRows(t, "target after the query changed", e.rows(`SELECT * FROM t`), e.rows(`SELECT d, k, v * 2 FROM ev WHERE d >= '2026-03-08'`))
 	checkOutcome(t, refresh(t, r, reqWindow(changed)), compile.ActionIncremental)
 	// Going back to the old query is a change again.
-	checkOutcome(t, refresh(t, r, reqWindow(f)), run.ActionRecomputeWindow, run.QueryChanged)
+	checkOutcome(t, refresh(t, r, reqWindow(f)), compile.ActionRecomputeWindow, compile.ReasonQueryChanged)
 
 	evs, err := run.Events(context.Background(), e.db, "t", 100)
 	if err != nil {

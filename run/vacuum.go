@@ -48,7 +48,7 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	// table's: counted like a window's, they bring the VACUUM forward by
 	// as many windows' worth.
 	c := churn{dead: dead + res.RowsDeleted + res.deadAgain}
-	c.vacuum = res.Action == ActionCreate || c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
+	c.vacuum = res.Action == compile.ActionCreate || c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
 	_, err = tx.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = $2, vacuums = $3 WHERE flow = $1`, f.Name(), c.dead, vacuums)
 	return c, err
 }
@@ -67,7 +67,7 @@ func (r *Runner) vacuum(ctx context.Context, conn *sql.Conn, f *compile.Flow, re
 	// of the table are the ones its INSERT fills again; giving them back
 	// costs an exclusive lock and a backward scan, then an extension.
 	stmt := "VACUUM (TRUNCATE false) "
-	if res.Action == ActionCreate {
+	if res.Action == compile.ActionCreate {
 		stmt = "VACUUM (ANALYZE, TRUNCATE false) "
 	}
 	if _, err := conn.ExecContext(ctx, stmt+f.Target()); err != nil {
