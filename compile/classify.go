@@ -10,31 +10,42 @@ import (
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
-// Reason codes of design §1: why a refresh is not incremental.
+// Reason is why a refresh is not incremental (design §1), or what it ran
+// instead; its value is the word plans, results and the event log use.
+type Reason string
+
+// Reason codes of design §1.
 const (
-	ReasonFirstRefresh   = "FIRST_REFRESH"
-	ReasonQueryChanged   = "QUERY_CHANGED"
-	ReasonExternalChange = "EXTERNAL_CHANGE_IN_REPLACE_WINDOW"
+	ReasonFirstRefresh   Reason = "FIRST_REFRESH"
+	ReasonQueryChanged   Reason = "QUERY_CHANGED"
+	ReasonExternalChange Reason = "EXTERNAL_CHANGE_IN_REPLACE_WINDOW"
 	// ReasonNotDeterministic is retired: replace_where refuses rand()
 	// (RW211) since a refresh's DELETE and INSERT would draw differently.
 	// Event logs of earlier refreshes may hold it.
-	ReasonNotDeterministic      = "REPLACE_WHERE_NOT_DETERMINISTIC"
-	ReasonPriorNotDeterministic = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
-	ReasonPriorPredicateMissing = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
-	ReasonStaleTargetData       = "STALE_TARGET_DATA_IN_WINDOW"
-	ReasonCannotPushPredicate   = "CANNOT_PUSH_PREDICATE"
-	ReasonBackfill              = "REPLACE_WHERE_BACKFILL"
-	ReasonFullRefreshRequested  = "FULL_REFRESH_REQUESTED"
+	ReasonNotDeterministic      Reason = "REPLACE_WHERE_NOT_DETERMINISTIC"
+	ReasonPriorNotDeterministic Reason = "PRIOR_REPLACE_WHERE_NOT_DETERMINISTIC"
+	ReasonPriorPredicateMissing Reason = "PRIOR_REPLACE_WHERE_PREDICATE_MISSING"
+	ReasonStaleTargetData       Reason = "STALE_TARGET_DATA_IN_WINDOW"
+	ReasonCannotPushPredicate   Reason = "CANNOT_PUSH_PREDICATE"
+	ReasonBackfill              Reason = "REPLACE_WHERE_BACKFILL"
+	ReasonFullRefreshRequested  Reason = "FULL_REFRESH_REQUESTED"
 )
+
+// Action is what a plan or a refresh does to a flow; its value is the
+// word plans, results and the event log use.
+type Action string
 
 // Actions a plan or a refresh takes for a flow.
 const (
-	ActionCreate          = "create"
-	ActionIncremental     = "incremental"
-	ActionRecomputeWindow = "recompute_window"
-	ActionFullRefresh     = "full_refresh"
-	ActionBackfill        = "backfill"
-	ActionNone            = "none"
+	ActionCreate          Action = "create"
+	ActionIncremental     Action = "incremental"
+	ActionRecomputeWindow Action = "recompute_window"
+	ActionFullRefresh     Action = "full_refresh"
+	ActionBackfill        Action = "backfill"
+	ActionNone            Action = "none"
+	// ActionSkipped: rwc apply did not refresh the flow, because a flow
+	// whose target it reads failed.
+	ActionSkipped Action = "skipped"
 )
 
 // StoredColumn is a target column as the state recorded it.
@@ -159,8 +170,8 @@ func (f *Flow) AlterSQL(c ColumnChange) string {
 
 // Decision is what a refresh of a flow does and why.
 type Decision struct {
-	Action  string
-	Reasons []string
+	Action  Action
+	Reasons []Reason
 	Columns []ColumnChange
 }
 
@@ -168,8 +179,8 @@ type Decision struct {
 // it will use now (resolved). Plans and the runner both call it, so a plan
 // predicts exactly what apply records.
 func (f *Flow) Decide(st FlowState, window *predicate.Predicate, obs Observation) Decision {
-	d := Decision{Reasons: []string{}}
-	add := func(r string) { d.Reasons = append(d.Reasons, r) }
+	d := Decision{Reasons: []Reason{}}
+	add := func(r Reason) { d.Reasons = append(d.Reasons, r) }
 	if !st.Found || !st.LastRefreshed {
 		d.Action = ActionCreate
 		add(ReasonFirstRefresh)
@@ -228,4 +239,13 @@ func (f *Flow) Fingerprint() string {
 		}
 	})
 	return f.fingerprint
+}
+
+// Words are the words of typed values (reasons, actions), for views.
+func Words[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
 }

@@ -50,8 +50,8 @@ type FlowPlan struct {
 	Flow          string            `json:"flow"`
 	Pipeline      string            `json:"pipeline"`
 	Target        string            `json:"target"`
-	Action        string            `json:"action"`
-	Reasons       []string          `json:"reasons"`
+	Action        Action            `json:"action"`
+	Reasons       []Reason          `json:"reasons"`
 	Changes       Changes           `json:"changes"`
 	Window        string            `json:"window,omitempty"`
 	WindowSQL     string            `json:"window_sql,omitempty"`
@@ -226,7 +226,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		for _, old := range in.Base.Flows {
 			if in.Head.Flow(old.Name()) == nil {
 				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),
-					Action: ActionNone, Reasons: []string{}, Changes: Changes{{Kind: ChangeRemoved}}, SQL: []string{},
+					Action: ActionNone, Reasons: []Reason{}, Changes: Changes{{Kind: ChangeRemoved}}, SQL: []string{},
 					Notes: []string{"the flow is no longer refreshed; its target " + old.Target() + " is kept (rwc apply --drop-removed drops it)"}})
 			}
 		}
@@ -296,7 +296,7 @@ func planFlows(in PlanInput, rc predicate.Resolution) ([]FlowPlan, error) {
 }
 
 func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) {
-	fp := FlowPlan{Flow: f.Name(), Pipeline: f.Table.Pipeline.Name, Target: f.Target(), Reasons: []string{}, Changes: Changes{}, SQL: []string{}}
+	fp := FlowPlan{Flow: f.Name(), Pipeline: f.Table.Pipeline.Name, Target: f.Target(), Reasons: []Reason{}, Changes: Changes{}, SQL: []string{}}
 	window, err := f.Predicate.Resolve(rc)
 	if err != nil {
 		return fp, err
@@ -322,7 +322,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	case haveState:
 		dec = f.Decide(st, window, obs)
 	case old == nil:
-		dec = Decision{Action: ActionCreate, Reasons: []string{ReasonFirstRefresh}}
+		dec = Decision{Action: ActionCreate, Reasons: []Reason{ReasonFirstRefresh}}
 	default:
 		// No database: decide from the base spec as if it had been
 		// refreshed at the same instant.

@@ -54,9 +54,9 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		sym := symbol(f)
 		reasons := ""
 		if len(f.Reasons) > 0 {
-			reasons = " (" + strings.Join(f.Reasons, ", ") + ")"
+			reasons = " (" + strings.Join(Words(f.Reasons), ", ") + ")"
 		}
-		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", f.Action), reasons)
+		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", string(f.Action)), reasons)
 		if len(f.Changes) > 0 {
 			fmt.Fprintf(w, "      changes: %s\n", f.Changes)
 		}
@@ -149,11 +149,11 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
 	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
-		action := f.Action
+		action := string(f.Action)
 		if note := f.lossNote(); note != "" {
 			action += " (" + note + ")"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(f.Reasons), mdList(f.Changes.Words()))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(Words(f.Reasons)), mdList(f.Changes.Words()))
 	}
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")

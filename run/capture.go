@@ -17,7 +17,7 @@ type capture struct {
 	sources []fingerprintRow // the sources' fingerprints taken so far
 	parted  []compile.Probe  // the sources fingerprinted per partition...
 	later   *asideProbe      // ...when they are probed beside the write
-	forced  string           // why the whole sources force the whole window (wholeReason)
+	forced  compile.Reason   // why the whole sources force the whole window (wholeReason)
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A

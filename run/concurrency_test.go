@@ -376,7 +376,7 @@ func TestRefreshWithOneConnection(t *testing.T) {
 	// it, it would see rwc's own rows and report them as external DML.
 	e.exec(`CREATE TABLE names (k text, name text); INSERT INTO names VALUES ('a', 'A'), ('b', 'B')`)
 	dim := flow(t, map[string]string{"p.yaml": strings.Replace(dimensionSpec, "  t:", "  t2:", 1)}, "t2")
-	for i, want := range []string{compile.ReasonFirstRefresh, compile.ReasonCannotPushPredicate, compile.ReasonExternalChange} {
+	for i, want := range []compile.Reason{compile.ReasonFirstRefresh, compile.ReasonCannotPushPredicate, compile.ReasonExternalChange} {
 		switch i {
 		case 1:
 			e.exec(`UPDATE names SET name = 'A2' WHERE k = 'a'`)
@@ -387,7 +387,7 @@ func TestRefreshWithOneConnection(t *testing.T) {
 		if res.Err != nil {
 			t.Fatalf("dimension refresh %d on one connection: %v", i+1, res.Err)
 		}
-		if fmt.Sprint(res.Reasons) != fmt.Sprint([]string{want}) {
+		if fmt.Sprint(res.Reasons) != fmt.Sprint([]compile.Reason{want}) {
 			t.Errorf("dimension refresh %d on one connection: reasons %v, want [%s]", i+1, res.Reasons, want)
 		}
 	}

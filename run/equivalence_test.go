@@ -131,7 +131,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 type eqStats struct {
 	refreshes, incremental, partial, nothing, fallbacks, overrides, fulls int
-	reasons                                                               map[string]int
+	reasons                                                               map[compile.Reason]int
 }
 
 func (s *eqStats) add(o eqStats) {
@@ -143,7 +143,7 @@ func (s *eqStats) add(o eqStats) {
 	s.overrides += o.overrides
 	s.fulls += o.fulls
 	if s.reasons == nil {
-		s.reasons = map[string]int{}
+		s.reasons = map[compile.Reason]int{}
 	}
 	for k, v := range o.reasons {
 		s.reasons[k] += v
@@ -533,7 +533,7 @@ func (q *eqSeq) refresh() {
 	q.refMaintain(cur.sql(), false)
 	q.stats.refreshes++
 	if q.stats.reasons == nil {
-		q.stats.reasons = map[string]int{}
+		q.stats.reasons = map[compile.Reason]int{}
 	}
 
 	var dirty, maybe []int
@@ -597,7 +597,7 @@ func (q *eqSeq) refresh() {
 
 // checkAction fails unless res has the action and, when reason is set,
 // that reason among its reasons.
-func checkAction(q *eqSeq, res run.Result, action, reason string) {
+func checkAction(q *eqSeq, res run.Result, action compile.Action, reason compile.Reason) {
 	q.t.Helper()
 	if res.Action != action || (reason != "" && !slices.Contains(res.Reasons, reason)) {
 		q.fatalf("refresh: action %s reasons %v, want %s %s (stored window %s, touched days %v, dimension changed %v, target DML days %v, and %v since recomputed by an override)",
@@ -814,7 +814,7 @@ func (q *eqSeq) override() {
 		q.fatalf("override %s: %v", text, res.Err)
 	}
 	q.logf("override %s: -%d +%d", text, res.RowsDeleted, res.RowsInserted)
-	if res.Action != compile.ActionBackfill || fmt.Sprint(res.Reasons) != "["+compile.ReasonBackfill+"]" {
+	if res.Action != compile.ActionBackfill || fmt.Sprint(res.Reasons) != "["+string(compile.ReasonBackfill)+"]" {
 		q.fatalf("override: action %s reasons %v", res.Action, res.Reasons)
 	}
 	q.refMaintain(eqResolved{lo: lo, hi: hi}.sql(), false)

@@ -132,10 +132,10 @@ func where(t testing.TB, f *compile.Flow, text string) *predicate.Predicate {
 	return p
 }
 
-func checkOutcome(t testing.TB, res run.Result, action string, reasons ...string) {
+func checkOutcome(t testing.TB, res run.Result, action compile.Action, reasons ...compile.Reason) {
 	t.Helper()
 	if reasons == nil {
-		reasons = []string{}
+		reasons = []compile.Reason{}
 	}
 	if res.Action != action || fmt.Sprint(res.Reasons) != fmt.Sprint(reasons) {
 		t.Fatalf("%s: action %q reasons %v, want %q %v", res.Flow, res.Action, res.Reasons, action, reasons)

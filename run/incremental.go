@@ -137,7 +137,7 @@ func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fi
 // whole-window recompute, or "": no fingerprints stored, or a changed
 // source. The partitioned sources do not matter then, so the refresh can
 // decide before it has probed them.
-func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) string {
+func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) compile.Reason {
 	if _, ok := stored[takenKey]; !ok {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
 		return compile.ReasonPriorPredicateMissing
@@ -392,7 +392,7 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 // no source fingerprinted whole forces the window. The target is the
 // caller's to check (targetClean): the write of the changed partitions does
 // not wait for it.
-func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64) (narrowed *predicate.Predicate, values []string, reason string) {
+func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64) (narrowed *predicate.Predicate, values []string, reason compile.Reason) {
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}

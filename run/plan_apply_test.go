@@ -28,7 +28,7 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 		before  string // a spec applied first ("": none)
 		spec    string
 		flag    string // for apply
-		action  string
+		action  compile.Action
 	}{
 		{name: "first create", spec: wholeSpec, action: compile.ActionCreate},
 		{name: "query changed", before: wholeSpec, spec: strings.Replace(wholeSpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1),

@@ -90,7 +90,7 @@ func (s *scenario) check(res run.Result) {
 		s.t.Fatalf("events: %v, %v", evs, err)
 	}
 	ev := evs[0]
-	if ev.Kind != "planning_information" || ev.Action != res.Action || fmt.Sprint(ev.Reasons) != fmt.Sprint(res.Reasons) ||
+	if ev.Kind != "planning_information" || ev.Action != string(res.Action) || fmt.Sprint(ev.Reasons) != fmt.Sprint(res.Reasons) ||
 		ev.RowsDeleted != res.RowsDeleted || ev.RowsInserted != res.RowsInserted {
 		s.t.Fatalf("event %s %s %v -%d +%d, want the result's %s %v -%d +%d",
 			ev.Kind, ev.Action, ev.Reasons, ev.RowsDeleted, ev.RowsInserted, res.Action, res.Reasons, res.RowsDeleted, res.RowsInserted)
@@ -148,33 +148,33 @@ tables:
 // unless the flow itself rules that out.
 func TestEachReasonCode(t *testing.T) {
 	t.Parallel()
-	uncovered := map[string]bool{}
-	for _, r := range []string{compile.ReasonFirstRefresh, compile.ReasonQueryChanged, compile.ReasonExternalChange,
+	uncovered := map[compile.Reason]bool{}
+	for _, r := range []compile.Reason{compile.ReasonFirstRefresh, compile.ReasonQueryChanged, compile.ReasonExternalChange,
 		compile.ReasonPriorNotDeterministic, compile.ReasonPriorPredicateMissing, compile.ReasonStaleTargetData, compile.ReasonCannotPushPredicate,
 		compile.ReasonBackfill, compile.ReasonFullRefreshRequested} {
 		uncovered[r] = true
 	}
 	for _, tc := range []struct {
 		name    string
-		reason  string
+		reason  compile.Reason
 		spec    string                       // the flow at first; dailySpec if empty
 		trigger func(s *scenario) run.Result // the refresh with the reason
-		action  string
-		reasons []string // all the reasons the refresh gives
+		action  compile.Action
+		reasons []compile.Reason // all the reasons the refresh gives
 		// next: the reasons of the refresh after a change to 03-09; nil
 		// means an incremental refresh of that day alone.
-		next []string
+		next []compile.Reason
 	}{
 		{name: "first refresh", reason: compile.ReasonFirstRefresh,
 			trigger: func(s *scenario) run.Result { return s.refresh() },
-			action:  compile.ActionCreate, reasons: []string{compile.ReasonFirstRefresh}},
+			action:  compile.ActionCreate, reasons: []compile.Reason{compile.ReasonFirstRefresh}},
 		{name: "query changed", reason: compile.ReasonQueryChanged,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.load(strings.Replace(dailySpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1))
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonQueryChanged}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonQueryChanged}},
 		{name: "column added", reason: compile.ReasonQueryChanged,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
@@ -183,7 +183,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.e.exec(`ALTER TABLE ref ADD COLUMN w integer`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonQueryChanged}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonQueryChanged}},
 		{name: "external change in the window", reason: compile.ReasonExternalChange,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
@@ -193,14 +193,14 @@ func TestEachReasonCode(t *testing.T) {
 				s.dml(`UPDATE %s SET v = -v WHERE d = '2026-03-10' AND k = 'a'`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonExternalChange}},
 		{name: "target truncated", reason: compile.ReasonExternalChange,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.dml(`TRUNCATE %s`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonExternalChange}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonExternalChange}},
 		{name: "prior not deterministic", reason: compile.ReasonPriorNotDeterministic,
 			trigger: func(s *scenario) run.Result {
 				// An rwc before RW211 refused rand() in replace_where stored
@@ -212,35 +212,35 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// The prior window had an atom rwc cannot reason about: it cannot
 			// prove the new window lies inside it either.
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorNotDeterministic, compile.ReasonStaleTargetData}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonPriorNotDeterministic, compile.ReasonStaleTargetData}},
 		{name: "prior predicate missing from the state", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE rwc.flows SET predicate_cel = NULL WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonPriorPredicateMissing}},
 		{name: "prior predicate no longer compiles", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE rwc.flows SET predicate_cel = 'd >= no_such_function()' WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonPriorPredicateMissing}},
 		{name: "prior fingerprints missing", reason: compile.ReasonPriorPredicateMissing,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`DELETE FROM rwc.fingerprints WHERE flow = 't'`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonPriorPredicateMissing}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonPriorPredicateMissing}},
 		{name: "predicate widened", reason: compile.ReasonStaleTargetData,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.load(strings.Replace(dailySpec, "-2)", "-4)", 1))
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonStaleTargetData}},
 		{name: "moving upper bound", reason: compile.ReasonStaleTargetData,
 			trigger: func(s *scenario) run.Result {
 				s.load(strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date_add(current_date(), -3) && d <= current_date()", 1))
@@ -250,30 +250,30 @@ func TestEachReasonCode(t *testing.T) {
 				return s.refresh()
 			},
 			// The next refresh is at the same time: the window has not moved.
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonStaleTargetData}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonStaleTargetData}},
 		{name: "dimension changed", reason: compile.ReasonCannotPushPredicate, spec: dimensionSpec,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
 				s.e.exec(`UPDATE names SET name = 'alpha' WHERE k = 'a'`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "predicate not pushable (LIMIT)", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				s.load(strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v FROM ev LIMIT 1000", 1))
 				s.refresh()
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
-			next: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate},
+			next: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "predicate over two columns", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				s.load(strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date_add(current_date(), -2) && k != 'z'", 1))
 				s.refresh()
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
-			next: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate},
+			next: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "window holds NULL partition values", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				// TRUE for a NULL date too: no list of dates names those rows.
@@ -283,8 +283,8 @@ func TestEachReasonCode(t *testing.T) {
 				s.e.exec(`UPDATE ev SET v = v + 1 WHERE d IS NULL`)
 				return s.refresh()
 			},
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
-			next: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate},
+			next: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "source is a view", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				s.e.exec(`CREATE VIEW ev_view AS SELECT * FROM ev`)
@@ -294,8 +294,8 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// A view's rows have no identity to fingerprint: rwc cannot
 			// know what changed in it.
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
-			next: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate},
+			next: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "a partition of the source is a foreign table", reason: compile.ReasonCannotPushPredicate,
 			trigger: func(s *scenario) run.Result {
 				s.e.exec(`CREATE EXTENSION file_fdw; CREATE SERVER files FOREIGN DATA WRAPPER file_fdw;
@@ -310,8 +310,8 @@ func TestEachReasonCode(t *testing.T) {
 			},
 			// Found by walking the source's partition tree: the foreign
 			// table's (ctid, xmin) say nothing about the remote rows.
-			action: compile.ActionRecomputeWindow, reasons: []string{compile.ReasonCannotPushPredicate},
-			next: []string{compile.ReasonCannotPushPredicate}},
+			action: compile.ActionRecomputeWindow, reasons: []compile.Reason{compile.ReasonCannotPushPredicate},
+			next: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "override", reason: compile.ReasonBackfill,
 			trigger: func(s *scenario) run.Result {
 				s.refresh()
@@ -319,7 +319,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.e.exec(`UPDATE ev SET v = v + 1000 WHERE d < '2026-03-08'`)
 				return s.run(run.Override, `d >= date('2026-03-03') && d <= date('2026-03-08')`)
 			},
-			action: compile.ActionBackfill, reasons: []string{compile.ReasonBackfill}},
+			action: compile.ActionBackfill, reasons: []compile.Reason{compile.ReasonBackfill}},
 		{name: "full refresh", reason: compile.ReasonFullRefreshRequested,
 			trigger: func(s *scenario) run.Result {
 				s.now = at(-3)
@@ -329,7 +329,7 @@ func TestEachReasonCode(t *testing.T) {
 				s.dml(`INSERT INTO %s VALUES ('2026-03-09', 'dml', 1)`)
 				return s.run(run.Full, "")
 			},
-			action: compile.ActionFullRefresh, reasons: []string{compile.ReasonFullRefreshRequested}},
+			action: compile.ActionFullRefresh, reasons: []compile.Reason{compile.ReasonFullRefreshRequested}},
 	} {
 		delete(uncovered, tc.reason)
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,7 +379,7 @@ func TestIncrementalSeesEveryChange(t *testing.T) {
 		change func(s *scenario)
 		// partitions recomputed; nil: the refresh falls back with reasons
 		partitions    []string
-		reasons       []string
+		reasons       []compile.Reason
 		anyPartitions bool // incremental, whatever partitions it recomputes
 	}{
 		{name: "insert, update, delete", spec: dailySpec, change: func(s *scenario) {
@@ -454,7 +454,7 @@ func TestIncrementalSeesEveryChange(t *testing.T) {
 			"SELECT a.d, a.k, (SELECT max(b.v) FROM ev b WHERE b.k = a.k) AS v FROM ev a", 1), change: func(s *scenario) {
 			// Outside the window, yet every row of k a in it changes.
 			s.e.exec(`UPDATE ev SET v = 9999 WHERE d = '2026-03-01' AND k = 'a'`)
-		}, reasons: []string{compile.ReasonCannotPushPredicate}},
+		}, reasons: []compile.Reason{compile.ReasonCannotPushPredicate}},
 		{name: "joined to itself on the date", spec: strings.Replace(dailySpec, "SELECT d, k, v FROM ev",
 			"SELECT a.d, a.k, a.v + b.v AS v FROM ev a JOIN ev b ON a.d = b.d AND b.k = 'a'", 1), change: func(s *scenario) {
 			s.e.exec(`UPDATE ev SET v = 0 WHERE d = '2026-03-09' AND k = 'a'; UPDATE ev SET v = 0 WHERE d = '2026-03-01'`)

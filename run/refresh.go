@@ -106,14 +106,14 @@ type BackfillNote struct {
 
 // Result is what one refresh did; it is also the event log's record.
 type Result struct {
-	Flow         string   `json:"flow"`
-	Action       string   `json:"action"`
-	Reasons      []string `json:"reasons"`
-	PredicateCEL string   `json:"predicate_cel"`
-	PredicateSQL string   `json:"predicate_sql"`
-	RowsDeleted  int64    `json:"rows_deleted"`
-	RowsInserted int64    `json:"rows_inserted"`
-	RowsOutside  int64    `json:"rows_outside_window_lost,omitempty"`
+	Flow         string           `json:"flow"`
+	Action       compile.Action   `json:"action"`
+	Reasons      []compile.Reason `json:"reasons"`
+	PredicateCEL string           `json:"predicate_cel"`
+	PredicateSQL string           `json:"predicate_sql"`
+	RowsDeleted  int64            `json:"rows_deleted"`
+	RowsInserted int64            `json:"rows_inserted"`
+	RowsOutside  int64            `json:"rows_outside_window_lost,omitempty"`
 	// RowsLost: the rows an override of a protected flow deleted and could
 	// not give back (allowed explicitly; counted on protected flows only).
 	RowsLost int64 `json:"rows_lost,omitempty"`
@@ -151,7 +151,7 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	var res Result
 	var err error
 	for attempt := 1; ; attempt++ {
-		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []string{}, Backfill: req.Backfill}
+		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []compile.Reason{}, Backfill: req.Backfill}
 		start := time.Now()
 		err = r.refresh(ctx, req, &res)
 		res.Duration = time.Since(start)
@@ -308,15 +308,15 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 			fingerprinted = false
 			if dec.Action == compile.ActionIncremental {
 				fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
-				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonCannotPushPredicate}
 			}
 		}
 	}
 	switch req.Mode {
 	case Full:
-		dec.Action, dec.Reasons = compile.ActionFullRefresh, []string{compile.ReasonFullRefreshRequested}
+		dec.Action, dec.Reasons = compile.ActionFullRefresh, []compile.Reason{compile.ReasonFullRefreshRequested}
 	case Override:
-		dec.Action, dec.Reasons = compile.ActionBackfill, []string{compile.ReasonBackfill}
+		dec.Action, dec.Reasons = compile.ActionBackfill, []compile.Reason{compile.ReasonBackfill}
 	}
 	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
 	var first *columnsFirst
@@ -333,7 +333,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if created && req.Mode == Window {
 		// The target was missing (dropped outside rwc, or a new schema):
 		// whatever the state said, this is a first refresh.
-		dec = compile.Decision{Action: compile.ActionCreate, Reasons: []string{compile.ReasonFirstRefresh}}
+		dec = compile.Decision{Action: compile.ActionCreate, Reasons: []compile.Reason{compile.ReasonFirstRefresh}}
 	}
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
@@ -351,7 +351,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		fingerprinted = false
 		if dec.Action == compile.ActionIncremental {
 			fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
-			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonCannotPushPredicate}
+			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonCannotPushPredicate}
 		}
 	}
 	c := &capture{}
@@ -393,14 +393,14 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	reasonLater, checkLater := false, false
 	whole := stmts // the whole window's statements
 	if dec.Action == compile.ActionIncremental && forced != "" {
-		dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{forced}
+		dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{forced}
 		_, reasonLater = stored[takenKey]
 	}
 	if dec.Action == compile.ActionIncremental {
 		narrowed, values, reason := changedPartitions(f, window, c.sources, stored)
 		switch {
 		case reason != "":
-			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{reason}
+			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{reason}
 			reasonLater = true
 		case narrowed == nil:
 			// No source changed: only the target can say whether there is
@@ -410,7 +410,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 				return err
 			}
 			if !targetClean(f, window, target, stored) {
-				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []string{compile.ReasonExternalChange}
+				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonExternalChange}
 				break
 			}
 			stmts = compile.Statements{} // nothing changed: nothing to recompute
@@ -468,9 +468,9 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 			res.RowsDeleted += deleted - res.RowsInserted
 			res.RowsInserted = inserted
 			res.Action, res.Partitions, written = compile.ActionRecomputeWindow, nil, nil
-			res.Reasons = []string{compile.ReasonExternalChange}
+			res.Reasons = []compile.Reason{compile.ReasonExternalChange}
 		case !clean:
-			res.Reasons = []string{compile.ReasonExternalChange}
+			res.Reasons = []compile.Reason{compile.ReasonExternalChange}
 		case checkLater:
 			targetBefore = inWindowOnly(target)
 		}

@@ -35,10 +35,10 @@ func TestOnlyWindowRowsReplaced(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, query string
-		reasons     []string
+		reasons     []compile.Reason
 	}{
 		{"pushed", "SELECT d, k, v FROM ev", nil},
-		{"not pushed", "SELECT d, k, v FROM ev LIMIT 1000000", []string{"CANNOT_PUSH_PREDICATE"}},
+		{"not pushed", "SELECT d, k, v FROM ev LIMIT 1000000", []compile.Reason{compile.ReasonCannotPushPredicate}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,8 +217,8 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	last2 := evs[len(evs)-2:]
-	if last2[0].Action != compile.ActionBackfill || last2[0].PredicateSQL != res.PredicateSQL ||
-		last2[1].Action != compile.ActionIncremental || last2[1].PredicateSQL != windowSQL {
+	if last2[0].Action != string(compile.ActionBackfill) || last2[0].PredicateSQL != res.PredicateSQL ||
+		last2[1].Action != string(compile.ActionIncremental) || last2[1].PredicateSQL != windowSQL {
 		t.Errorf("events: %+v", last2)
 	}
 }

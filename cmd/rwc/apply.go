@@ -338,7 +338,7 @@ func ledgerKey(dir, file string) string {
 func printResult(w io.Writer, r run.Result) {
 	reasons := ""
 	if len(r.Reasons) > 0 {
-		reasons = " (" + strings.Join(r.Reasons, ", ") + ")"
+		reasons = " (" + strings.Join(compile.Words(r.Reasons), ", ") + ")"
 	}
 	if r.Err != nil {
 		fmt.Fprintf(w, "%-24s %s%s FAILED: %v\n", r.Flow, r.Action, reasons, r.Err)
