@@ -173,6 +173,12 @@ type Decision struct {
 	Action  Action
 	Reasons []Reason
 	Columns []ColumnChange
+	// Capture: the refresh fingerprints the sources and the target, its
+	// changes being readable from the sources' rows (DecideRefresh).
+	Capture bool
+	// NotIncremental: why a refresh Decide found incremental is not, when
+	// the database or the window rules it out (for the log).
+	NotIncremental string
 }
 
 // Decide classifies an ordinary refresh of f given its state and the window

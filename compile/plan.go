@@ -320,7 +320,10 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	var dec Decision
 	switch {
 	case haveState:
-		dec = f.Decide(st, window, obs)
+		dec = f.DecideRefresh(RefreshInput{State: st, Window: window, Observed: obs})
+		if dec.NotIncremental != "" {
+			fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
+		}
 	case old == nil:
 		dec = Decision{Action: ActionCreate, Reasons: []Reason{ReasonFirstRefresh}}
 	default:

@@ -63,6 +63,14 @@ type Observation struct {
 	// applied after the query only, and what changed cannot be read from
 	// the sources' rows either.
 	Mismatches []TypeMismatch
+	// Blocker: why the flow's changes cannot be read from its sources'
+	// rows, though its shape allows it ("": they can): a source is a view
+	// or a foreign table, the query reads the clock or the session, or
+	// calls a function that is not immutable.
+	Blocker string `json:",omitempty"`
+	// TargetMissing: the target does not exist; a refresh of the window
+	// creates it, whatever the state says.
+	TargetMissing bool `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the

@@ -295,29 +295,19 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if req.Mode == Full && protected {
 		return fullRefusal(f, st.FlowState)
 	}
-	dec := f.Decide(st.FlowState, resolved, obs)
-	// fingerprinted: whether this flow's changes can be read from its
-	// sources' rows at all; when not, no fingerprints are taken or kept.
-	fingerprinted := f.Incremental() && len(obs.Mismatches) == 0
-	if fingerprinted {
-		why, err := incrementalBlocker(ctx, tx, f)
-		if err != nil {
+	// The flow's own window, resolved now: fingerprints always describe it.
+	window := resolved
+	if req.Mode == Override {
+		if window, err = f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}); err != nil {
 			return err
 		}
-		if why != "" {
-			fingerprinted = false
-			if dec.Action == compile.ActionIncremental {
-				fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), why)
-				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonCannotPushPredicate}
-			}
-		}
 	}
-	switch req.Mode {
-	case Full:
-		dec.Action, dec.Reasons = compile.ActionFullRefresh, []compile.Reason{compile.ReasonFullRefreshRequested}
-	case Override:
-		dec.Action, dec.Reasons = compile.ActionBackfill, []compile.Reason{compile.ReasonBackfill}
+	dec := f.DecideRefresh(compile.RefreshInput{State: st.FlowState, Window: window,
+		Override: req.Mode == Override, Full: req.Mode == Full, Observed: obs})
+	if dec.NotIncremental != "" {
+		fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), dec.NotIncremental)
 	}
+	fingerprinted := dec.Capture
 	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
 	var first *columnsFirst
 	if errors.As(err, &first) {
@@ -330,29 +320,10 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err != nil {
 		return err
 	}
-	if created && req.Mode == Window {
-		// The target was missing (dropped outside rwc, or a new schema):
-		// whatever the state said, this is a first refresh.
-		dec = compile.Decision{Action: compile.ActionCreate, Reasons: []compile.Reason{compile.ReasonFirstRefresh}}
-	}
 	fingerprint := f.Fingerprint()
 	columns := f.ColumnsJSON()
 	for _, c := range f.Table.Columns {
 		res.Columns = append(res.Columns, c.Name)
-	}
-	// The flow's own window, resolved now: fingerprints always describe it.
-	window := resolved
-	if req.Mode == Override {
-		if window, err = f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}); err != nil {
-			return err
-		}
-	}
-	if fingerprinted && holdsNull(window) {
-		fingerprinted = false
-		if dec.Action == compile.ActionIncremental {
-			fmt.Fprintf(r.opts.Log, "%s: not incremental: the window holds rows whose %s is NULL\n", f.Name(), f.PartitionBy)
-			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonCannotPushPredicate}
-		}
 	}
 	c := &capture{}
 	if fingerprinted {
@@ -892,7 +863,7 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	if !ok {
 		return false, nil, nil, nil
 	}
-	if holdsNull(prior) {
+	if compile.HoldsNull(prior) {
 		return false, nil, nil, nil
 	}
 	stored, err := loadFingerprints(ctx, tx, f.Name())
@@ -908,15 +879,6 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	}
 	dirty, unknown := targetDirt(f, prior, before, stored)
 	return !unknown, prior, dirty, nil
-}
-
-// holdsNull reports whether a window holds rows whose partition value is
-// NULL (a predicate TRUE for NULL, as `... || true` is), or cannot tell:
-// such a window cannot be narrowed to the values that changed (NULL is no
-// value to list) nor fingerprinted per value (a probe prints it as the empty string).
-func holdsNull(window *predicate.Predicate) bool {
-	in, err := window.Eval(map[string]predicate.Value{}, predicate.Resolution{})
-	return err != nil || in
 }
 
 func isLockTimeout(err error) bool {

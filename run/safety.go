@@ -21,11 +21,12 @@ var pgTypeNames = map[string]string{
 	"TIMESTAMP": "timestamp without time zone", "TIMESTAMPTZ": "timestamp with time zone",
 }
 
-// observe reads, in tx, what f's statements depend on
-// (compile.Observation): the query's output types for the predicate's
-// columns, against the target's. When one differs (a timestamp stored into
-// a date column), the predicate means something else on the sources. It
-// plans the query without running it.
+// observe reads, in tx, what f's statements and its refresh's decision
+// depend on (compile.Observation): the query's output types for the
+// predicate's columns, against the target's (when one differs, a timestamp
+// stored into a date column, the predicate means something else on the
+// sources), what keeps its changes from being read from its sources' rows,
+// and whether the target exists. It plans the query without running it.
 func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, error) {
 	var obs compile.Observation
 	types, err := describeQuery(ctx, tx, f.Query.Body)
@@ -42,7 +43,13 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 			obs.Mismatches = append(obs.Mismatches, compile.TypeMismatch{Column: t.Name(), Query: strings.ToLower(t.DatabaseTypeName()), Target: col.Type.Canonical})
 		}
 	}
-	return obs, nil
+	if f.Incremental() && len(obs.Mismatches) == 0 {
+		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
+			return obs, err
+		}
+	}
+	err = tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NULL`, f.Target()).Scan(&obs.TargetMissing)
+	return obs, err
 }
 
 // Observe is observe in a read-only snapshot of its own, bounded by
