@@ -15,7 +15,7 @@ type RefreshInput struct {
 	// Override: a one-off predicate (a backfill, --where) instead of the
 	// window; Full: every row deleted, the window recomputed.
 	Override, Full bool
-	Observed Observation
+	Observed       Observation
 }
 
 // DecideRefresh is the one decision of what a refresh does before it

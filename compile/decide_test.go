@@ -16,11 +16,11 @@ import (
 // holds case.json (a flow, its state, what was asked and what was observed)
 // and want.json (DecideRefresh's decision); -update rewrites want.json.
 type decideCase struct {
-	Spec     string              `json:"spec"` // the flow t's spec file
-	At       time.Time           `json:"at"`
-	Mode     string              `json:"mode"` // window (default), override, full
-	State    *decideState        `json:"state"`
-	Observed Observation `json:"observed"`
+	Spec     string       `json:"spec"` // the flow t's spec file
+	At       time.Time    `json:"at"`
+	Mode     string       `json:"mode"` // window (default), override, full
+	State    *decideState `json:"state"`
+	Observed Observation  `json:"observed"`
 }
 
 // decideState is the flow's state; "same" stands for the spec's own query
@@ -36,9 +36,9 @@ type decideState struct {
 type decideWant struct {
 	Action         Action   `json:"action"`
 	Reasons        []Reason `json:"reasons"`
-	Columns        []string         `json:"columns,omitempty"`
-	Capture        bool             `json:"capture"`
-	NotIncremental string           `json:"not_incremental,omitempty"`
+	Columns        []string `json:"columns,omitempty"`
+	Capture        bool     `json:"capture"`
+	NotIncremental string   `json:"not_incremental,omitempty"`
 }
 
 // TestDecisionCorpus runs every case of testdata/decide. Together they
