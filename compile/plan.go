@@ -193,7 +193,7 @@ func onceEach(observe func(*Flow) (Observation, error)) func(*Flow) (Observation
 
 // NoDatabaseAssumption is what a plan without a database assumes of what
 // rwc apply observes first.
-const NoDatabaseAssumption = "planned without a database: each query's output types are assumed to agree with its target's columns (rwc apply checks them; where they differ, the window is applied after the query only and the refresh is not incremental)"
+const NoDatabaseAssumption = "planned without a database: each query's output types are assumed to agree with its target's columns, its sources to be tables and its target to exist (rwc apply checks them; where they differ, the window is applied after the query only, or the refresh is not incremental, or it creates the target)"
 
 // RenamedBackfillHint says how to resolve RW501 for file, read as the
 // applied backfill file entry (the ledger's name for it) renamed and edited.
