@@ -758,8 +758,8 @@ func (r *repairer) adopt(in *inspection) error {
 	return nil
 }
 
-// describe names what a report's state is, for its first line.
-func (r StateReport) describe() string {
+// Describe names what a report's state is, for its first line.
+func (r StateReport) Describe() string {
 	v := "none"
 	if r.SchemaVersion != nil {
 		v = fmt.Sprint(*r.SchemaVersion)

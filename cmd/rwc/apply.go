@@ -19,6 +19,7 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/diff"
+	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -193,7 +194,7 @@ first batch not committed.`,
 			}
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
-			rep := newBatchReporter(out)
+			rep := view.NewBatchReporter(out, isTerminal(out))
 			opts.AllowLoss = allowLoss
 			runner := run.New(db, opts)
 			// Listed before the apply, whose deployment no longer has them:
@@ -203,7 +204,7 @@ first batch not committed.`,
 				return err
 			}
 			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, dir, commit),
-				func(r run.Result) { printResult(out, r) }, rep.report)
+				func(r run.Result) { view.Result(out, r) }, rep.Report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
 				return exitError{1}
@@ -333,19 +334,6 @@ func ledgerKey(dir, file string) string {
 		return file
 	}
 	return filepath.ToSlash(filepath.Join(filepath.Base(abs), rel))
-}
-
-func printResult(w io.Writer, r run.Result) {
-	reasons := ""
-	if len(r.Reasons) > 0 {
-		reasons = " (" + strings.Join(compile.Words(r.Reasons), ", ") + ")"
-	}
-	if r.Err != nil {
-		fmt.Fprintf(w, "%-24s %s%s FAILED: %v\n", r.Flow, r.Action, reasons, r.Err)
-		return
-	}
-	fmt.Fprintf(w, "%-24s %s%s: %d deleted, %d inserted in %s\n", r.Flow, r.Action, reasons,
-		r.RowsDeleted, r.RowsInserted, r.Duration.Round(time.Millisecond))
 }
 
 func whoami() string {

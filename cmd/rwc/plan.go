@@ -16,6 +16,7 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/diff"
+	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -68,9 +69,9 @@ something did, 1 on errors.`,
 					return err
 				}
 			case "markdown":
-				p.WriteMarkdown(out)
+				view.PlanMarkdown(out, p)
 			default:
-				p.WriteText(out, isTerminal(out))
+				view.PlanText(out, p, isTerminal(out))
 			}
 			if p.Diagnostics.HasErrors() {
 				return exitError{1}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -132,7 +133,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 // an interrupt does (and says what committed).
 func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSize int) error {
 	failed := 0
-	rep := newBatchReporter(cmd.OutOrStdout())
+	rep := view.NewBatchReporter(cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()))
 	tally := &run.Tally{}
 	for i, req := range reqs {
 		if req.Mode == run.Override {
@@ -150,7 +151,7 @@ func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSi
 		tally.Refreshed(res)
 		stop := tally.Interrupted(cmd.Context(), res.Err, flowNames(reqs[i+1:]), refreshNext)
 		if res.Err == nil || stop == nil {
-			printResult(cmd.OutOrStdout(), res) // a refresh the interrupt rolled back is told of in its account
+			view.Result(cmd.OutOrStdout(), res) // a refresh the interrupt rolled back is told of in its account
 		}
 		if stop != nil {
 			return stop
@@ -239,19 +240,19 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db
 
 // refreshBatched runs a --where override in batches (run.RefreshBatched),
 // printing and tallying each.
-func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *batchReporter, tally *run.Tally) error {
-	return r.RefreshBatched(cmd.Context(), req, days, whereJob, func(b run.BatchProgress) {
+func refreshBatched(cmd *cobra.Command, r *run.Runner, req run.Request, days int, rep *view.BatchReporter, tally *run.Tally) error {
+	return r.RefreshBatched(cmd.Context(), req, days, view.WhereJob, func(b run.BatchProgress) {
 		switch {
 		case b.Result.Err != nil:
 			if cmd.Context().Err() == nil { // else the caller says what was committed
-				printResult(cmd.OutOrStdout(), b.Result)
+				view.Result(cmd.OutOrStdout(), b.Result)
 			}
 		case b.Total == 1:
 			tally.Refreshed(b.Result)
-			printResult(cmd.OutOrStdout(), b.Result)
+			view.Result(cmd.OutOrStdout(), b.Result)
 		default:
-			tally.Batch(jobLabel(b.Job), b.Batch, b.Total)
-			rep.report(b)
+			tally.Batch(view.JobLabel(b.Job), b.Batch, b.Total)
+			rep.Report(b)
 		}
 	})
 }

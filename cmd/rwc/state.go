@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -138,7 +139,7 @@ func writeStateReport(cmd *cobra.Command, format string, rep run.StateReport) er
 			return err
 		}
 	} else {
-		rep.WriteText(out)
+		view.State(out, rep)
 	}
 	if !rep.Healthy() {
 		return exitError{2}

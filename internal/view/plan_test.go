@@ -1,10 +1,11 @@
-package compile
+package view
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 )
 
@@ -14,14 +15,14 @@ import (
 // write a heading, an image or a table row of its own into the comment.
 func TestMarkdownKeepsSpecTextInPlace(t *testing.T) {
 	evil := "x\n```\n\n## Injected\n\n<img src=x>\n| fake | row |\n```sql\n"
-	p := &Plan{
-		Flows: []FlowPlan{{Flow: "t", Action: "create", Window: "s == \"" + evil + "\"", SQL: []string{"SELECT '" + evil + "'", "SELECT ````"}}},
-		Backfills: []BackfillPlan{{File: "pipelines/backfills/a`\n## Injected.yaml", Flow: "t", Status: BackfillPending,
+	p := &compile.Plan{
+		Flows: []compile.FlowPlan{{Flow: "t", Action: "create", Window: "s == \"" + evil + "\"", SQL: []string{"SELECT '" + evil + "'", "SELECT ````"}}},
+		Backfills: []compile.BackfillPlan{{File: "pipelines/backfills/a`\n## Injected.yaml", Flow: "t", Status: compile.BackfillPending,
 			Range: "`" + evil, Reason: evil + " ![i](x) <b>"}},
 		Diagnostics: diag.List{{Code: "RW202", Message: "unknown column " + evil, Pos: diag.Pos{File: "p`\n## Injected.yaml", Line: 1, Column: 1}}},
 	}
 	var b bytes.Buffer
-	p.WriteMarkdown(&b)
+	PlanMarkdown(&b, p)
 	fence := 0 // the open fence's length, 0 outside a block
 	for _, line := range strings.Split(b.String(), "\n") {
 		if run := len(line) - len(strings.TrimLeft(line, "`")); run >= 3 && (fence == 0 || run >= fence && strings.TrimLeft(line, "`") == "") {
@@ -50,12 +51,12 @@ func TestMarkdownKeepsSpecTextInPlace(t *testing.T) {
 // terminal or start a GitHub workflow command at a line's start.
 func TestTextPlanShowsNoControlCharacters(t *testing.T) {
 	evil := "\x1b[2J\r\n::error file=x::pwned\x07"
-	p := &Plan{
-		Flows:       []FlowPlan{{Flow: "t", Action: "create", Window: `s == "` + evil + `"`, Notes: []string{evil}, SQL: []string{"SELECT '" + evil + "'\nFROM src"}}},
-		Backfills:   []BackfillPlan{{File: "b" + evil + ".yaml", Flow: "t", Status: BackfillPending, Where: evil, Range: evil, Reason: evil}},
+	p := &compile.Plan{
+		Flows:       []compile.FlowPlan{{Flow: "t", Action: "create", Window: `s == "` + evil + `"`, Notes: []string{evil}, SQL: []string{"SELECT '" + evil + "'\nFROM src"}}},
+		Backfills:   []compile.BackfillPlan{{File: "b" + evil + ".yaml", Flow: "t", Status: compile.BackfillPending, Where: evil, Range: evil, Reason: evil}},
 		Diagnostics: diag.List{{Code: "RW202", Message: evil, Hint: evil, Pos: diag.Pos{File: evil}}},
 	}
-	for name, write := range map[string]func(*bytes.Buffer){"text": func(b *bytes.Buffer) { p.WriteText(b, false) }, "markdown": func(b *bytes.Buffer) { p.WriteMarkdown(b) }} {
+	for name, write := range map[string]func(*bytes.Buffer){"text": func(b *bytes.Buffer) { PlanText(b, p, false) }, "markdown": func(b *bytes.Buffer) { PlanMarkdown(b, p) }} {
 		var b bytes.Buffer
 		write(&b)
 		for _, line := range strings.Split(b.String(), "\n") {

@@ -1,15 +1,16 @@
-package run
+package view
 
 import (
 	"fmt"
 	"io"
 
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run"
 )
 
-// WriteText renders a state report for a terminal (rwc state check and
+// State renders a state report for a terminal (rwc state check and
 // rwc state repair); --format json writes the report itself.
-func (r StateReport) WriteText(w io.Writer) {
+func State(w io.Writer, r run.StateReport) {
 	if len(r.Repaired) > 0 {
 		fmt.Fprintln(w, "repaired:")
 		for _, d := range r.Repaired {
@@ -17,7 +18,7 @@ func (r StateReport) WriteText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "rwc state: %s\n", r.describe())
+	fmt.Fprintf(w, "rwc state: %s\n", r.Describe())
 	repairable, yours := 0, 0
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "  %s %s: %s\n", f.Code, diag.Visible(f.Object), diag.Visible(f.Message))

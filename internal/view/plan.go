@@ -1,14 +1,18 @@
-package compile
+// Package view renders what rwc commands write for people: each view
+// renders the same struct that --format json writes, and only views write
+// ANSI colours.
+package view
 
 import (
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 )
 
-func (p *Plan) sideText(r Rev) string {
+func sideText(r compile.Rev) string {
 	s := r.Source
 	if r.Commit != "" {
 		s += "@" + short(r.Commit)
@@ -26,11 +30,11 @@ func short(c string) string {
 	return c
 }
 
-func symbol(f FlowPlan) string {
+func symbol(f compile.FlowPlan) string {
 	switch {
-	case f.Changes.Has(ChangeNew):
+	case f.Changes.Has(compile.ChangeNew):
 		return "+"
-	case f.Changes.Has(ChangeRemoved):
+	case f.Changes.Has(compile.ChangeRemoved):
 		return "-"
 	case f.Destructive:
 		return "!"
@@ -40,8 +44,8 @@ func symbol(f FlowPlan) string {
 	return "="
 }
 
-// WriteText renders the plan for a terminal; color adds ANSI colours.
-func (p *Plan) WriteText(w io.Writer, color bool) {
+// PlanText renders the plan for a terminal; color adds ANSI colours.
+func PlanText(w io.Writer, p *compile.Plan, color bool) {
 	paint := func(code, s string) string {
 		if !color {
 			return s
@@ -49,12 +53,12 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
 	colors := map[string]string{"+": "32", "-": "31", "!": "31;1", "~": "33", "=": "2"}
-	fmt.Fprintf(w, "rwc plan: %s → %s, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	fmt.Fprintf(w, "rwc plan: %s → %s, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
 	for _, f := range p.Flows {
 		sym := symbol(f)
 		reasons := ""
 		if len(f.Reasons) > 0 {
-			reasons = " (" + strings.Join(Words(f.Reasons), ", ") + ")"
+			reasons = " (" + strings.Join(compile.Words(f.Reasons), ", ") + ")"
 		}
 		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", string(f.Action)), reasons)
 		if len(f.Changes) > 0 {
@@ -69,7 +73,7 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		if f.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows in the window: %d\n", *f.EstimatedRows)
 		}
-		if note := f.lossNote(); note != "" {
+		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
 		for _, n := range f.Notes {
@@ -88,7 +92,7 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 		if b.EstimatedRows != nil {
 			fmt.Fprintf(w, "      estimated rows now in that range: %d\n", *b.EstimatedRows)
 		}
-		if note := b.lossNote(); note != "" {
+		if note := backfillLoss(b); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
 		fmt.Fprintf(w, "      reason: %s\n", diag.Visible(b.Reason))
@@ -105,12 +109,12 @@ func (p *Plan) WriteText(w io.Writer, color bool) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%s\n", p.summaryLine())
+	fmt.Fprintf(w, "\n%s\n", summaryLine(p))
 }
 
 // lossNote says what a protected flow's refresh would lose beyond its last
 // window ("" when nothing, or not counted).
-func (f FlowPlan) lossNote() string {
+func flowLoss(f compile.FlowPlan) string {
 	if f.RowsLost == nil || *f.RowsLost == 0 {
 		return ""
 	}
@@ -119,7 +123,7 @@ func (f FlowPlan) lossNote() string {
 
 // lossNote says what a backfill of a protected flow would lose ("" when
 // nothing, or not counted).
-func (b BackfillPlan) lossNote() string {
+func backfillLoss(b compile.BackfillPlan) string {
 	if b.RowsLost == nil || *b.RowsLost == 0 {
 		return ""
 	}
@@ -130,7 +134,7 @@ func (b BackfillPlan) lossNote() string {
 	return "would delete " + n + " its recompute cannot give back: reset_allowed is false, so rwc apply refuses it (allow_loss: true allows it)"
 }
 
-func (p *Plan) summaryLine() string {
+func summaryLine(p *compile.Plan) string {
 	d := "no"
 	if p.Summary.Destructive {
 		d = "yes (needs --allow-destructive)"
@@ -142,24 +146,24 @@ func (p *Plan) summaryLine() string {
 // maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
 const maxMarkdown = 65000
 
-// WriteMarkdown renders the plan as a pull-request comment: the summary
+// PlanMarkdown renders the plan as a pull-request comment: the summary
 // table first, each flow's details folded, never over 65,000 characters.
-func (p *Plan) WriteMarkdown(w io.Writer) {
+func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", p.sideText(p.Base), p.sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
 	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
 		action := string(f.Action)
-		if note := f.lossNote(); note != "" {
+		if note := flowLoss(f); note != "" {
 			action += " (" + note + ")"
 		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(Words(f.Reasons)), mdList(f.Changes.Words()))
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(compile.Words(f.Reasons)), mdList(f.Changes.Words()))
 	}
 	if len(p.Backfills) > 0 {
 		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
 		for _, bf := range p.Backfills {
 			status := bf.Status.String()
-			if note := bf.lossNote(); note != "" {
+			if note := backfillLoss(bf); note != "" {
 				status += " (" + note + ")"
 			}
 			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, status, mdCode(bf.Range), mdText(bf.Reason))
@@ -174,7 +178,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) {
 	for _, a := range p.Assumed {
 		fmt.Fprintf(&b, "\n_Assumed: %s._\n", mdText(a))
 	}
-	fmt.Fprintf(&b, "\n%s\n", p.summaryLine())
+	fmt.Fprintf(&b, "\n%s\n", summaryLine(p))
 	for _, f := range p.Flows {
 		var d strings.Builder
 		fmt.Fprintf(&d, "\n<details><summary><code>%s</code>: %s</summary>\n\n", f.Flow, f.Action)

@@ -1,0 +1,151 @@
+package view
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run"
+)
+
+// Status renders rwc status for a terminal: the deployment, each flow's
+// last refresh, change capture and coverage, and the backfill ledger.
+func Status(w io.Writer, st run.Status) error {
+	switch {
+	case st.DeployedAt == nil:
+		fmt.Fprintln(w, "deployed: nothing yet (run rwc apply)")
+	default:
+		commit := st.Commit
+		if commit == "" {
+			commit = "(no git commit)"
+		}
+		if st.Dirty {
+			commit += " + uncommitted changes"
+		}
+		fmt.Fprintf(w, "deployed: %s by %s at %s\n", commit, st.DeployedBy, st.DeployedAt.Format(time.RFC3339))
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLOW\tTARGET\tLAST REFRESH\tLAST ACTION\tWINDOW")
+	for _, f := range st.Flows {
+		last := "never"
+		if f.LastRefreshAt != nil {
+			last = f.LastRefreshAt.Format(time.RFC3339)
+		}
+		action := f.LastAction
+		if len(f.LastReasons) > 0 {
+			action += " (" + strings.Join(f.LastReasons, ", ") + ")"
+		}
+		if f.LastError != "" {
+			action = "FAILED: " + firstLine(f.LastError)
+		}
+		// A backfill, an override or a failure after the window's
+		// refresh: say when, lest it read as the refresh's (the
+		// refresh's own event has its start as its instant).
+		if at := f.LastActionAt; at != nil && (f.LastRefreshAt == nil || !at.Equal(*f.LastRefreshAt)) {
+			action += " at " + at.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, action, f.PredicateCEL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeCapture(w, st.Flows)
+	for _, f := range st.Flows {
+		writeCoverage(w, f)
+	}
+	writeLedger(w, st.Backfills)
+	return nil
+}
+
+// writeCapture prints, per flow, what the next refresh will compare with
+// to find what changed, and the target's dead rows.
+func writeCapture(w io.Writer, flows []run.FlowStatus) {
+	if len(flows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; nothing runs on writes):")
+	for _, f := range flows {
+		c := f.Capture
+		what := "no fingerprints: its next refresh recomputes the window"
+		switch {
+		case !c.Fingerprinted:
+		case c.Rewritten >= 0 && c.RewrittenPartitions == 0:
+			what = fmt.Sprintf("%s fingerprinted; the target's window was rewritten whole (%s, known by their transaction)",
+				diag.Plural(c.Sources, "source"), diag.Plural(int(c.Rewritten), "row"))
+		case c.Rewritten >= 0:
+			what = fmt.Sprintf("%s and %s of the target's window fingerprinted, %d of them rewritten (%s, known by their transaction)",
+				diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"), c.RewrittenPartitions, diag.Plural(int(c.Rewritten), "row"))
+		default:
+			what = fmt.Sprintf("%s and %s of the target's window fingerprinted", diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"))
+		}
+		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"))
+	}
+}
+
+// writeCoverage prints, per flow, which partition ranges each column has
+// been computed for, grouping columns with the same ranges.
+func writeCoverage(w io.Writer, f run.FlowStatus) {
+	if len(f.Coverage) == 0 {
+		return
+	}
+	var order []string
+	byRange := map[string][]string{}
+	for _, c := range f.Coverage {
+		if _, ok := byRange[c.Ranges]; !ok {
+			order = append(order, c.Ranges)
+		}
+		byRange[c.Ranges] = append(byRange[c.Ranges], c.Column)
+	}
+	fmt.Fprintf(w, "\n%s columns filled for:\n", f.Flow)
+	for _, r := range order {
+		fmt.Fprintf(w, "  %s: %s\n", strings.Join(byRange[r], ", "), r)
+	}
+}
+
+// Events renders the refresh log, one line per event.
+func Events(w io.Writer, evs []run.Event) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW\tBACKFILL")
+	for _, e := range evs {
+		action := e.Action
+		if e.Error != "" {
+			action += " FAILED: " + diag.Visible(e.Error)
+		}
+		backfill := ""
+		if b := e.Backfill; b != nil {
+			// One line per event: a reason may span several.
+			backfill = diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " ")))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
+			strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, diag.Visible(e.PredicateCEL), backfill)
+	}
+	return tw.Flush()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// writeLedger prints the backfill ledger.
+func writeLedger(w io.Writer, entries []run.LedgerEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nbackfills:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  FILE\tFLOW\tBATCHES\tDELETED\tINSERTED\tFINISHED\tREASON")
+	for _, e := range entries {
+		fin := "not yet (rwc apply resumes it)"
+		if e.FinishedAt != nil {
+			fin = e.FinishedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", diag.Visible(e.Path), e.Flow, e.BatchesDone, e.Batches, e.RowsDeleted, e.RowsInserted, fin, diag.Visible(e.Reason))
+	}
+	tw.Flush()
+}
