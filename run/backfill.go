@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -448,4 +450,42 @@ func Ledger(ctx context.Context, db *sql.DB) (_ []LedgerEntry, err error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// BackfillJobs turns the project's backfill files into the jobs rwc apply
+// runs, in file order, each under its ledger key (LedgerKey).
+func BackfillJobs(p *compile.Project, dir, commit string) []*BackfillJob {
+	var jobs []*BackfillJob
+	present := presentKeys(p, dir)
+	for _, b := range p.Backfills {
+		jobs = append(jobs, &BackfillJob{Path: LedgerKey(dir, b.File.File), Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
+			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit, Present: present, AllowLoss: b.File.AllowLoss})
+	}
+	return jobs
+}
+
+// presentKeys are the ledger keys of the project's backfill files.
+func presentKeys(p *compile.Project, dir string) []string {
+	var keys []string
+	for _, b := range p.Backfills {
+		keys = append(keys, LedgerKey(dir, b.File.File))
+	}
+	return keys
+}
+
+// LedgerKey names a backfill file in the ledger the same way however the
+// spec directory was named on the command line (pipelines, ./pipelines, an
+// absolute path, "." from inside it): the directory's own name and the path
+// inside it, e.g. pipelines/backfills/x.yaml. Keyed by the path as given, a
+// file applied by `rwc apply` would run again under `rwc apply $PWD/pipelines`.
+func LedgerKey(dir, file string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return file
+	}
+	rel, err := filepath.Rel(dir, file)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return file
+	}
+	return filepath.ToSlash(filepath.Join(filepath.Base(abs), rel))
 }

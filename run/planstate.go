@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/rwc-dev/rwc/compile"
@@ -79,4 +81,77 @@ func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 		ps.Flows[name] = st.FlowState
 	}
 	return ps, rows.Err()
+}
+
+// CheckPlanCurrent refuses a saved plan, changing nothing, when anything it
+// was computed from moved: the deployment, the spec files, a flow's last
+// refresh.
+func CheckPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *compile.Project) error {
+	st, err := ReadPlanState(ctx, db)
+	if err != nil {
+		return err
+	}
+	var moved []string
+	if st.DeploymentID != saved.Basis.Deployment {
+		moved = append(moved, fmt.Sprintf("the deployment (planned against #%d, now #%d)", saved.Basis.Deployment, st.DeploymentID))
+	}
+	if compile.SpecsHash(p) != saved.Basis.Specs {
+		now := compile.FileHashes(p)
+		var files []string
+		for f, h := range now {
+			if saved.Basis.SpecFiles[f] != h {
+				files = append(files, f)
+			}
+		}
+		for f := range saved.Basis.SpecFiles {
+			if _, ok := now[f]; !ok {
+				files = append(files, f+" (removed)")
+			}
+		}
+		sort.Strings(files)
+		if len(files) == 0 {
+			files = []string{"the spec files in " + saved.SpecDir}
+		}
+		moved = append(moved, "spec files changed: "+strings.Join(files, ", "))
+	}
+	for flow, last := range st.LastRefresh {
+		if saved.Basis.LastRefresh[flow] != last {
+			moved = append(moved, fmt.Sprintf("flow %s was refreshed since (at %s)", flow, last))
+		}
+	}
+	for flow := range saved.Basis.LastRefresh {
+		if _, ok := st.LastRefresh[flow]; !ok {
+			moved = append(moved, "flow "+flow+" lost its state")
+		}
+	}
+	if len(moved) > 0 {
+		sort.Strings(moved)
+		return refuse("the saved plan is stale (%s); nothing was changed: run rwc plan again", strings.Join(moved, "; "))
+	}
+	return nil
+}
+
+// Estimator asks PostgreSQL's planner how many target rows a window holds
+// (nil: unknown); it costs no scan.
+func Estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Statements) *int64 {
+	return func(f *compile.Flow, s compile.Statements) *int64 {
+		var exists bool
+		if db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.Target).Scan(&exists) != nil || !exists {
+			return nil
+		}
+		var raw string
+		if db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+s.Target+" WHERE "+s.PredicateSQL).Scan(&raw) != nil {
+			return nil
+		}
+		var out []struct {
+			Plan struct {
+				Rows float64 `json:"Plan Rows"`
+			} `json:"Plan"`
+		}
+		if json.Unmarshal([]byte(raw), &out) != nil || len(out) == 0 {
+			return nil
+		}
+		n := int64(out[0].Plan.Rows)
+		return &n
+	}
 }

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -183,7 +180,7 @@ first batch not committed.`,
 			defer db.Close()
 			printCatalogWarnings(cmd, p, db, nil)
 			if saved != nil {
-				if err := checkPlanCurrent(cmd.Context(), db, saved, p); err != nil {
+				if err := run.CheckPlanCurrent(cmd.Context(), db, saved, p); err != nil {
 					return err
 				}
 				// Exactly the planned refresh: the same instant, so the same windows.
@@ -203,7 +200,7 @@ first batch not committed.`,
 			if err != nil {
 				return err
 			}
-			_, err = runner.ApplyAll(cmd.Context(), p, dep, backfillJobs(p, dir, commit),
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, run.BackfillJobs(p, dir, commit),
 				func(r run.Result) { view.Result(out, r) }, rep.Report)
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
@@ -251,89 +248,6 @@ func readPlan(path string) (*compile.Plan, error) {
 		return nil, fmt.Errorf("%s has plan format %d; this rwc applies format %d: plan again", path, p.FormatVersion, compile.PlanFormatVersion)
 	}
 	return &p, nil
-}
-
-// checkPlanCurrent refuses a saved plan whose basis moved, saying what moved.
-func checkPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *compile.Project) error {
-	st, err := run.ReadPlanState(ctx, db)
-	if err != nil {
-		return err
-	}
-	var moved []string
-	if st.DeploymentID != saved.Basis.Deployment {
-		moved = append(moved, fmt.Sprintf("the deployment (planned against #%d, now #%d)", saved.Basis.Deployment, st.DeploymentID))
-	}
-	if compile.SpecsHash(p) != saved.Basis.Specs {
-		now := compile.FileHashes(p)
-		var files []string
-		for f, h := range now {
-			if saved.Basis.SpecFiles[f] != h {
-				files = append(files, f)
-			}
-		}
-		for f := range saved.Basis.SpecFiles {
-			if _, ok := now[f]; !ok {
-				files = append(files, f+" (removed)")
-			}
-		}
-		sort.Strings(files)
-		if len(files) == 0 {
-			files = []string{"the spec files in " + saved.SpecDir}
-		}
-		moved = append(moved, "spec files changed: "+strings.Join(files, ", "))
-	}
-	for flow, last := range st.LastRefresh {
-		if saved.Basis.LastRefresh[flow] != last {
-			moved = append(moved, fmt.Sprintf("flow %s was refreshed since (at %s)", flow, last))
-		}
-	}
-	for flow := range saved.Basis.LastRefresh {
-		if _, ok := st.LastRefresh[flow]; !ok {
-			moved = append(moved, "flow "+flow+" lost its state")
-		}
-	}
-	if len(moved) > 0 {
-		sort.Strings(moved)
-		return fmt.Errorf("the saved plan is stale (%s); nothing was changed: run rwc plan again", strings.Join(moved, "; "))
-	}
-	return nil
-}
-
-// backfillJobs turns the project's backfill files into jobs, in file order.
-func backfillJobs(p *compile.Project, dir, commit string) []*run.BackfillJob {
-	var jobs []*run.BackfillJob
-	present := presentKeys(p, dir)
-	for _, b := range p.Backfills {
-		jobs = append(jobs, &run.BackfillJob{Path: ledgerKey(dir, b.File.File), Content: strings.Join(p.Spec.Sources[b.File.File], "\n"),
-			Flow: b.Flow, Where: b.Predicate, Reason: b.File.Reason, BatchDays: b.File.BatchDays, Commit: commit, Present: present, AllowLoss: b.File.AllowLoss})
-	}
-	return jobs
-}
-
-// presentKeys are the ledger keys of the project's backfill files.
-func presentKeys(p *compile.Project, dir string) []string {
-	var keys []string
-	for _, b := range p.Backfills {
-		keys = append(keys, ledgerKey(dir, b.File.File))
-	}
-	return keys
-}
-
-// ledgerKey names a backfill file in the ledger the same way however the
-// spec directory was named on the command line (pipelines, ./pipelines, an
-// absolute path, "." from inside it): the directory's own name and the path
-// inside it, e.g. pipelines/backfills/x.yaml. Keyed by the path as given, a
-// file applied by `rwc apply` would run again under `rwc apply $PWD/pipelines`.
-func ledgerKey(dir, file string) string {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return file
-	}
-	rel, err := filepath.Rel(dir, file)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return file
-	}
-	return filepath.ToSlash(filepath.Join(filepath.Base(abs), rel))
 }
 
 func whoami() string {

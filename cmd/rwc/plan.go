@@ -161,7 +161,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		}
 		in.State = state.Flows
 		in.Basis = compile.Basis{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
-		in.Estimate = estimator(ctx, db)
+		in.Estimate = run.Estimator(ctx, db)
 		in.CountLost = func(f *compile.Flow, counts []string) *int64 {
 			n, err := run.CountLost(ctx, db, f, counts, 0)
 			if err != nil {
@@ -169,7 +169,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 			}
 			return &n
 		}
-		jobs := backfillJobs(head, dir, "")
+		jobs := run.BackfillJobs(head, dir, "")
 		files := make([]run.BackfillFile, len(jobs))
 		for i, j := range jobs {
 			files[i] = run.BackfillFile{Key: j.Path, Hash: j.Hash(), Flow: j.Flow.Name()}
@@ -185,7 +185,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.BackfillStatus = func(b *compile.Backfill) (compile.BackfillStatus, string) {
 			id := byFile[b]
 			renamedFrom := ""
-			if id.Status == compile.BackfillChanged && id.Entry != ledgerKey(dir, b.File.File) {
+			if id.Status == compile.BackfillChanged && id.Entry != run.LedgerKey(dir, b.File.File) {
 				renamedFrom = id.Entry
 			}
 			return id.Status, renamedFrom
@@ -233,31 +233,6 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 		return nil, err
 	}
 	return open(ctx, dsn, g.lockTimeout)
-}
-
-// estimator asks PostgreSQL's planner how many target rows the window
-// holds; it costs no scan.
-func estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Statements) *int64 {
-	return func(f *compile.Flow, s compile.Statements) *int64 {
-		var exists bool
-		if db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.Target).Scan(&exists) != nil || !exists {
-			return nil
-		}
-		var raw string
-		if db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+s.Target+" WHERE "+s.PredicateSQL).Scan(&raw) != nil {
-			return nil
-		}
-		var out []struct {
-			Plan struct {
-				Rows float64 `json:"Plan Rows"`
-			} `json:"Plan"`
-		}
-		if json.Unmarshal([]byte(raw), &out) != nil || len(out) == 0 {
-			return nil
-		}
-		n := int64(out[0].Plan.Rows)
-		return &n
-	}
 }
 
 func writePlan(path string, p *compile.Plan) error {
