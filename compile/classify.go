@@ -46,6 +46,8 @@ const (
 	// ActionSkipped: rwc apply did not refresh the flow, because a flow
 	// whose target it reads failed.
 	ActionSkipped Action = "skipped"
+	// ActionFailed: the event of a refresh that failed before it decided.
+	ActionFailed Action = "failed"
 )
 
 // StoredColumn is a target column as the state recorded it.

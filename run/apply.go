@@ -64,7 +64,7 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 			}
 		}
 		if blocked != "" {
-			res = Result{Flow: f.Name(), Action: compile.ActionSkipped, Reasons: []compile.Reason{},
+			res = Result{Outcome: Outcome{Flow: f.Name(), Action: compile.ActionSkipped, Reasons: []compile.Reason{}},
 				Err: fmt.Errorf("skipped: it reads the target of %s, whose refresh failed", blocked)}
 			skipped++
 		} else {
@@ -99,7 +99,7 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 					return results, err
 				}
 				failed[f.Name()] = true
-				fail := Result{Flow: f.Name(), Action: compile.ActionBackfill, Reasons: []compile.Reason{compile.ReasonBackfill}, Err: err}
+				fail := Result{Outcome: Outcome{Flow: f.Name(), Action: compile.ActionBackfill, Reasons: []compile.Reason{compile.ReasonBackfill}}, Err: err}
 				results = append(results, fail)
 				if each != nil {
 					each(fail)

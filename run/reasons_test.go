@@ -90,7 +90,7 @@ func (s *scenario) check(res run.Result) {
 		s.t.Fatalf("events: %v, %v", evs, err)
 	}
 	ev := evs[0]
-	if ev.Kind != "planning_information" || ev.Action != string(res.Action) || fmt.Sprint(ev.Reasons) != fmt.Sprint(res.Reasons) ||
+	if ev.Kind != "planning_information" || ev.Action != res.Action || fmt.Sprint(ev.Reasons) != fmt.Sprint(res.Reasons) ||
 		ev.RowsDeleted != res.RowsDeleted || ev.RowsInserted != res.RowsInserted {
 		s.t.Fatalf("event %s %s %v -%d +%d, want the result's %s %v -%d +%d",
 			ev.Kind, ev.Action, ev.Reasons, ev.RowsDeleted, ev.RowsInserted, res.Action, res.Reasons, res.RowsDeleted, res.RowsInserted)

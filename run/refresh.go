@@ -104,8 +104,9 @@ type BackfillNote struct {
 	Of     int    `json:"of"`
 }
 
-// Result is what one refresh did; it is also the event log's record.
-type Result struct {
+// Outcome is what one refresh did, as a Result says it and as the event
+// log keeps it (Event).
+type Outcome struct {
 	Flow         string           `json:"flow"`
 	Action       compile.Action   `json:"action"`
 	Reasons      []compile.Reason `json:"reasons"`
@@ -113,7 +114,15 @@ type Result struct {
 	PredicateSQL string           `json:"predicate_sql"`
 	RowsDeleted  int64            `json:"rows_deleted"`
 	RowsInserted int64            `json:"rows_inserted"`
-	RowsOutside  int64            `json:"rows_outside_window_lost,omitempty"`
+	StartedAt    time.Time        `json:"started_at"`
+	// Backfill: the backfill file the refresh ran for (nil: none).
+	Backfill *BackfillNote `json:"backfill,omitempty"`
+}
+
+// Result is what one refresh did; it is also the event log's record.
+type Result struct {
+	Outcome
+	RowsOutside int64 `json:"rows_outside_window_lost,omitempty"`
 	// RowsLost: the rows an override of a protected flow deleted and could
 	// not give back (allowed explicitly; counted on protected flows only).
 	RowsLost int64 `json:"rows_lost,omitempty"`
@@ -121,12 +130,9 @@ type Result struct {
 	Columns []string `json:"columns"`
 	// Partitions are the partition values an incremental refresh
 	// recomputed (empty for a whole-window refresh).
-	Partitions []string `json:"partitions,omitempty"`
-	// Backfill: the backfill file the refresh ran for (nil: none).
-	Backfill  *BackfillNote `json:"backfill,omitempty"`
-	StartedAt time.Time     `json:"started_at"`
-	Duration  time.Duration `json:"-"`
-	Err       error         `json:"-"`
+	Partitions []string      `json:"partitions,omitempty"`
+	Duration   time.Duration `json:"-"`
+	Err        error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
 	// incremental write the whole window's recompute replaced): dead rows
 	// that neither count shows.
@@ -151,7 +157,7 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	var res Result
 	var err error
 	for attempt := 1; ; attempt++ {
-		res = Result{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []compile.Reason{}, Backfill: req.Backfill}
+		res = Result{Outcome: Outcome{Flow: f.Name(), StartedAt: time.Now().UTC(), Reasons: []compile.Reason{}, Backfill: req.Backfill}}
 		start := time.Now()
 		err = r.refresh(ctx, req, &res)
 		res.Duration = time.Since(start)
@@ -838,7 +844,7 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 	fail := *res
 	fail.RowsDeleted, fail.RowsInserted = 0, 0
 	if fail.Action == "" {
-		fail.Action = "failed"
+		fail.Action = compile.ActionFailed
 	}
 	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, res.Err.Error())
 }

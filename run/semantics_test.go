@@ -217,8 +217,8 @@ func TestOverrideRecomputesExactlyItsRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	last2 := evs[len(evs)-2:]
-	if last2[0].Action != string(compile.ActionBackfill) || last2[0].PredicateSQL != res.PredicateSQL ||
-		last2[1].Action != string(compile.ActionIncremental) || last2[1].PredicateSQL != windowSQL {
+	if last2[0].Action != compile.ActionBackfill || last2[0].PredicateSQL != res.PredicateSQL ||
+		last2[1].Action != compile.ActionIncremental || last2[1].PredicateSQL != windowSQL {
 		t.Errorf("events: %+v", last2)
 	}
 }
@@ -344,7 +344,7 @@ func TestActionsAndReasons(t *testing.T) {
 	}
 	var got []string
 	for _, ev := range evs {
-		got = append(got, ev.Action+" "+strings.Join(ev.Reasons, ","))
+		got = append(got, string(ev.Action)+" "+strings.Join(compile.Words(ev.Reasons), ","))
 	}
 	pgtest.SameRows(t, "event log", got, []string{
 		"create FIRST_REFRESH", "incremental ", "incremental ", "recompute_window QUERY_CHANGED",

@@ -8,24 +8,16 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/rwc-dev/rwc/compile"
 )
 
 // Event is one record of the refresh log.
 type Event struct {
-	ID           int64     `json:"id"`
-	Flow         string    `json:"flow"`
-	Kind         string    `json:"kind"`
-	Action       string    `json:"action"`
-	Reasons      []string  `json:"reasons"`
-	PredicateCEL string    `json:"predicate_cel"`
-	PredicateSQL string    `json:"predicate_sql"`
-	RowsDeleted  int64     `json:"rows_deleted"`
-	RowsInserted int64     `json:"rows_inserted"`
-	StartedAt    time.Time `json:"started_at"`
-	DurationMS   int64     `json:"duration_ms"`
-	Error        string    `json:"error,omitempty"`
-	// Backfill: the backfill file the refresh ran for, and its reason.
-	Backfill *BackfillNote `json:"backfill,omitempty"`
+	ID   int64  `json:"id"`
+	Kind string `json:"kind"`
+	Outcome
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Events returns the refresh log, oldest first, for one flow or all ("").
@@ -44,18 +36,20 @@ func Events(ctx context.Context, db *sql.DB, flow string, limit int) (_ []Event,
 	for rows.Next() {
 		var e Event
 		var backfill []byte
-		if err := rows.Scan(&e.ID, &e.Flow, &e.Kind, &e.Action, pq.Array(&e.Reasons), &e.PredicateCEL, &e.PredicateSQL,
+		var reasons []string // the words as logged, retired ones too
+		if err := rows.Scan(&e.ID, &e.Flow, &e.Kind, &e.Action, pq.Array(&reasons), &e.PredicateCEL, &e.PredicateSQL,
 			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error, &backfill); err != nil {
 			return nil, err
+		}
+		e.Reasons = make([]compile.Reason, len(reasons))
+		for i, r := range reasons {
+			e.Reasons[i] = compile.Reason(r)
 		}
 		if backfill != nil {
 			e.Backfill = &BackfillNote{}
 			if err := json.Unmarshal(backfill, e.Backfill); err != nil {
 				return nil, fmt.Errorf("event %d: backfill: %v", e.ID, err)
 			}
-		}
-		if e.Reasons == nil {
-			e.Reasons = []string{}
 		}
 		e.StartedAt = e.StartedAt.UTC()
 		out = append(out, e)

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/run"
 )
@@ -110,7 +111,7 @@ func Events(w io.Writer, evs []run.Event) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW\tBACKFILL")
 	for _, e := range evs {
-		action := e.Action
+		action := string(e.Action)
 		if e.Error != "" {
 			action += " FAILED: " + diag.Visible(e.Error)
 		}
@@ -120,7 +121,7 @@ func Events(w io.Writer, evs []run.Event) error {
 			backfill = diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " ")))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
-			strings.Join(e.Reasons, ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, diag.Visible(e.PredicateCEL), backfill)
+			strings.Join(compile.Words(e.Reasons), ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, diag.Visible(e.PredicateCEL), backfill)
 	}
 	return tw.Flush()
 }
