@@ -300,7 +300,7 @@ func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.Li
 			b.Reason = v.Value
 			ds = append(ds, checkStorable("reason", newText(src, file, v))...)
 		case "batch":
-			b.BatchDays, _ = strconv.Atoi(strings.TrimSuffix(v.Value, "d"))
+			b.BatchDays, _ = ParseBatch(v.Value)
 			b.BatchPos = diag.Pos{File: file, Line: v.Line, Column: v.Column}
 		case "allow_loss":
 			b.AllowLoss = v.Value == "true"
@@ -387,4 +387,14 @@ func brokenAt(bad [][]string, path ...string) bool {
 		}
 	}
 	return false
+}
+
+// ParseBatch reads a batch size as backfill files write it (batch: 7d) and
+// rwc refresh --batch takes it: a number of days, "d" optional.
+func ParseBatch(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(s), "d"))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("batch %q is not a number of days: write e.g. 7d", s)
+	}
+	return n, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -18,6 +19,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var where, specs string
 	var full, explain, allowDirty, allowLoss bool
+	var batch string
 	var batchSize int
 	cmd := &cobra.Command{
 		Use:   "refresh FLOW...",
@@ -52,6 +54,14 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
 				return fmt.Errorf("--where is empty: give the CEL predicate of the rows to recompute")
+			}
+			days, err := spec.ParseBatch(batch)
+			if cmd.Flags().Changed("batch-size") {
+				days, err = batchSize, nil
+				fmt.Fprintln(cmd.ErrOrStderr(), "rwc: --batch-size is --batch now: use --batch 7d, as backfill files write batch: 7d")
+			}
+			if err != nil {
+				return fmt.Errorf("--batch: %v", err)
 			}
 			if full && where != "" {
 				return fmt.Errorf("--full and --where exclude each other: --full recomputes the flow's own window")
@@ -115,7 +125,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 				flows[i] = req.Flow
 			}
 			printCatalogWarnings(cmd, p, db, flows)
-			return runRefreshes(cmd, run.New(db, opts), reqs, batchSize)
+			return runRefreshes(cmd, run.New(db, opts), reqs, days)
 		},
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
@@ -123,7 +133,9 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
-	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "with --where: recompute in batches of this many days along the partition column, each its own transaction")
+	cmd.Flags().StringVar(&batch, "batch", fmt.Sprintf("%dd", run.DefaultBatchDays), "with --where: recompute in batches of this many days along the partition column (7d, as backfill files write batch: 7d), each its own transaction")
+	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "the number of days of --batch")
+	_ = cmd.Flags().MarkHidden("batch-size") // its old name (cobra's deprecation notice goes to stdout)
 	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
 	rf.add(cmd, g)
 	return cmd
