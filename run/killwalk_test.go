@@ -582,7 +582,8 @@ func (w *walk) walk(t *testing.T) {
 // points are the cut points to walk: all of 1..m+2 with RWC_KILLWALK=all,
 // else RWC_KILLWALK_POINTS (default 12) spread over them, plus each COMMIT
 // and the boundary before it (the ambiguous commit, and the last step
-// before it), and each first boundary of a statement writing a target.
+// before it), each first boundary of a statement writing a target, and the
+// last ones.
 func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 	if os.Getenv("RWC_KILLWALK") == "all" {
 		// and a little past m, for runs that send more than the uncut one
@@ -596,7 +597,10 @@ func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 	if v, err := strconv.Atoi(os.Getenv("RWC_KILLWALK_POINTS")); err == nil && v > 0 {
 		k = v
 	}
-	set := map[int]bool{1: true, m: true}
+	// The last boundaries too, past m: a run may send one or two more or
+	// fewer than the uncut one (probes run beside the refresh), and a cut
+	// after its last statement is the "after" the walk must see.
+	set := map[int]bool{1: true, m - 1: true, m: true, m + 1: true, m + 2: true}
 	for i := 0; i < k; i++ {
 		set[1+i*(m-1)/max(k-1, 1)] = true
 	}
@@ -613,7 +617,7 @@ func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 	}
 	out := []int{}
 	for n := range set {
-		if n >= 1 && n <= m {
+		if n >= 1 && n <= m+2 {
 			out = append(out, n)
 		}
 	}
