@@ -337,7 +337,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		dec = f.Decide(st, window, obs)
 	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
-	if dec.Action == ActionCreate && !(haveState && st.Found) {
+	if dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing) {
 		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
 	}
 	for _, c := range dec.Columns {
@@ -357,7 +357,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if dec.Action == ActionIncremental {
 		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
 	}
-	if count := f.WindowLoss(st, window, obs); haveState && count != "" && in.CountLost != nil {
+	if count := f.WindowLoss(st, window, obs); haveState && count != "" && !obs.TargetMissing && in.CountLost != nil {
 		fp.SQL = append(fp.SQL, count)
 		fp.RowsLost = in.CountLost(f, []string{count})
 	}

@@ -116,7 +116,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		s.Delete = "DELETE FROM " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
-		s.CountLost = f.countLost(p.Columns, src, where)
+		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where)
 	}
 	return s, nil
 }
@@ -134,20 +134,39 @@ func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate, obs Observa
 	if !ok || !f.Protected(st) {
 		return ""
 	}
-	newSQL, err1 := window.SQL(nil)
-	priorSQL, err2 := prior.SQL(nil)
-	if err1 != nil || err2 != nil {
+	where, err := window.SQL(nil)
+	if err != nil {
 		return ""
 	}
-	// The outer WHERE casts the columns both windows read.
+	// The outer WHERE casts the columns both windows read, and they key
+	// the count when the flow has no partition column (a window widened to
+	// true infers none): counted as one group, rows the sources hold that
+	// the target never had would hide rows lost.
 	cols := slices.Clone(window.Columns)
-	for _, c := range prior.Columns {
-		if !slices.Contains(cols, c) {
-			cols = append(cols, c)
+	if prior != nil {
+		priorSQL, err := prior.SQL(nil)
+		if err != nil {
+			return ""
+		}
+		where = fmt.Sprintf("(%s) AND %s", where, predicate.Complement(priorSQL))
+		for _, c := range prior.Columns {
+			if !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
 		}
 	}
 	src, _ := f.pushedQuery(window, obs)
-	return f.countLost(cols, src, fmt.Sprintf("(%s) AND %s", newSQL, predicate.Complement(priorSQL)))
+	return f.countLost(cols, f.lossKey(cols), src, where)
+}
+
+// lossKey is what a loss count compares the target with the query by: the
+// partition column, else the predicates' columns (none: the rows as one
+// group).
+func (f *Flow) lossKey(cols []string) []string {
+	if f.PartitionBy != "" {
+		return []string{f.PartitionBy}
+	}
+	return cols
 }
 
 // Batches splits an override of f with where (resolved) into the batches a
@@ -201,24 +220,39 @@ func (f *Flow) Widens(st FlowState, window *predicate.Predicate) bool {
 	return ok
 }
 
+// widenedFrom returns the last refresh's window when window reaches beyond
+// it; a last window the state does not know (lost, or never stored) is
+// taken as nothing, so that all of the window counts as reached anew.
 func (f *Flow) widenedFrom(st FlowState, window *predicate.Predicate) (*predicate.Predicate, bool) {
+	if !st.LastRefreshed {
+		return nil, false
+	}
 	prior, ok := f.StoredWindow(st)
-	if !st.LastRefreshed || !ok || predicate.Contains(prior, window) {
+	if !ok {
+		return nil, true
+	}
+	if predicate.Contains(prior, window) {
 		return nil, false
 	}
 	return prior, true
 }
 
-// countLost renders Statements.CountLost. Both sides compare the partition
-// value as the target stores it (the query's value cast to the column's
-// type, as the INSERT assigns it), printed as text: a type without an
-// equality operator compares too.
-func (f *Flow) countLost(cols []string, src, where string) string {
+// countLost renders Statements.CountLost, a multiset difference by key
+// (lossKey). Both sides compare the key's values as the target stores them
+// (the query's values cast to the columns' types, as the INSERT assigns
+// them), printed as text: a type without an equality operator compares too.
+func (f *Flow) countLost(cols, key []string, src, where string) string {
+	var tk, sk []string
+	for _, k := range key {
+		if c := f.Table.Column(k); c != nil {
+			name := pq.QuoteIdentifier(c.Name)
+			tk = append(tk, fmt.Sprintf("(%s)::text", name))
+			sk = append(sk, fmt.Sprintf("(src.%s::%s)::text", name, c.Type.Canonical))
+		}
+	}
 	tkey, skey := "1", "1"
-	if c := f.Table.Column(f.PartitionBy); c != nil {
-		name := pq.QuoteIdentifier(c.Name)
-		tkey = fmt.Sprintf("(%s)::text", name)
-		skey = fmt.Sprintf("(src.%s::%s)::text", name, c.Type.Canonical)
+	if len(tk) > 0 {
+		tkey, skey = strings.Join(tk, ", "), strings.Join(sk, ", ")
 	}
 	return fmt.Sprintf("SELECT count(*) FROM (\nSELECT %s FROM %s WHERE %s\nEXCEPT ALL\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s\n) AS lost",
 		tkey, f.Target(), where, skey, f.typedSource(cols, src), where)

@@ -236,15 +236,14 @@ type Removed struct {
 
 // KeptBecause says why a removed flow's target is kept.
 func (rm Removed) KeptBecause(dropRemoved bool) string {
-	if rm.Protected && dropRemoved {
+	if rm.Protected {
 		return "it was deployed with reset_allowed: false, which --drop-removed respects: deploy reset_allowed: true for it first, then remove it, or drop the table yourself"
 	}
 	return "rwc apply --drop-removed drops it"
 }
 
-// RemovedFlows lists flows in the state that p no longer has, with the
-// guards the last deployment gave them: list them before an apply records
-// a deployment without them.
+// RemovedFlows lists flows in the state that p no longer has, each with
+// the guard of the last deployment that defined it (removedGuard).
 func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Removed, error) {
 	guards, err := protectedFlows(ctx, r.db, &r.guards)
 	if err != nil {
@@ -262,11 +261,22 @@ func (r *Runner) RemovedFlows(ctx context.Context, p *compile.Project) ([]Remove
 			return nil, err
 		}
 		if p.Flow(rm.Flow) == nil {
-			rm.Protected = guards.protects(rm.Flow)
 			out = append(out, rm)
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, rm := range out {
+		if guards != nil && (guards.unreadable || guards.defined[rm.Flow]) {
+			out[i].Protected = guards.protects(rm.Flow)
+			continue
+		}
+		if out[i].Protected, err = removedGuard(ctx, r.db, rm.Flow); err != nil {
+			return nil, r.stateLocked(ctx, "listing removed flows", "nothing was dropped", err)
+		}
+	}
+	return out, nil
 }
 
 // DropRemoved drops a removed flow's target and forgets the flow: the

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,7 +32,8 @@ type deployedGuards struct {
 // reset_allowed: false; all of them when the snapshot no longer loads,
 // since it can no longer say which flows it guards.
 type guardSet struct {
-	flows      map[string]bool
+	flows      map[string]bool // reset_allowed: false
+	defined    map[string]bool // every flow the snapshot defines
 	unreadable bool
 }
 
@@ -71,17 +73,45 @@ func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (*gua
 
 // guardsOf reads a deployment's snapshot.
 func guardsOf(specs map[string]string) *guardSet {
-	g := &guardSet{flows: map[string]bool{}}
+	g := &guardSet{flows: map[string]bool{}, defined: map[string]bool{}}
 	p, ds := spec.Load(diff.Snapshot(specs), "")
 	g.unreadable = ds.HasErrors()
 	for _, pl := range p.Pipelines {
 		for _, t := range pl.Tables {
+			g.defined[t.Name] = true
 			if !t.ResetAllowed {
 				g.flows[t.Name] = true
 			}
 		}
 	}
 	return g
+}
+
+// removedGuard says whether flow, which the specs no longer define, is
+// protected: as the last deployment that defined it had it (or whose
+// snapshot no longer loads). The apply that deployed its removal records a
+// deployment without it, and its guard must outlive that.
+func removedGuard(ctx context.Context, db *sql.DB, flow string) (bool, error) {
+	// A snapshot that never names the flow cannot define it.
+	rows, err := db.QueryContext(ctx, `SELECT specs FROM rwc.deployments WHERE position($1 in specs::text) > 0 ORDER BY id DESC`, flow)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return false, err
+		}
+		var specs map[string]string
+		if err := json.Unmarshal(raw, &specs); err != nil {
+			return true, nil
+		}
+		if g := guardsOf(specs); g.unreadable || g.defined[flow] {
+			return g.protects(flow), nil
+		}
+	}
+	return false, rows.Err()
 }
 
 // lossRefusal is the refusal of a refresh of a protected flow whose DELETE

@@ -48,7 +48,7 @@ func Status(w io.Writer, st run.Status) error {
 		if at := f.LastActionAt; at != nil && (f.LastRefreshAt == nil || !at.Equal(*f.LastRefreshAt)) {
 			action += " at " + at.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, action, f.PredicateCEL)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Target, last, diag.Visible(action), diag.Visible(f.PredicateCEL))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
