@@ -13,10 +13,20 @@ import (
 func newStatusCmd(g *globals) *cobra.Command {
 	var format, specs string
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use:   "status [DIR]",
 		Short: "Show the deployed commit and each flow's window, last refresh and reasons, change capture and coverage",
-		Args:  cobra.NoArgs,
+		Long: `Show the deployed commit and each flow's window, last refresh and reasons,
+change capture and coverage. DIR is the spec directory (default pipelines; the
+older --specs DIR says the same), read for the per-column coverage only:
+status works without it.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if cmd.Flags().Changed("specs") && specs != args[0] {
+					return fmt.Errorf("the spec directory is given twice, as %s and --specs %s: give it once", args[0], specs)
+				}
+				specs = args[0]
+			}
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
@@ -51,7 +61,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs (for per-column coverage)")
+	cmd.Flags().StringVar(&specs, "specs", "pipelines", "the spec directory, as DIR gives it (for per-column coverage)")
 	addReadLockTimeout(cmd, g)
 	return cmd
 }
