@@ -12,7 +12,7 @@ import (
 // refresh stored, and this refresh's probes of the target and the sources,
 // some of them running on a second connection (aside).
 type capture struct {
-	stored  map[fpKey][2]int64
+	stored  prints
 	target  *asideProbe      // the target's probe (nil: not probed)
 	sources []fingerprintRow // the sources' fingerprints taken so far
 	parted  []compile.Probe  // the sources fingerprinted per partition...
@@ -42,7 +42,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 		if c.stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
 			return err
 		}
-		if _, ok := c.stored[takenKey]; ok {
+		if c.stored.taken {
 			prior, _ := f.StoredWindow(st.FlowState)
 			stored := c.stored
 			if c.target, err = r.aside(ctx, tx, spare, []string{f.Target()}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {

@@ -95,6 +95,28 @@ type fpKey struct {
 	value  string
 }
 
+// prints is what rwc.fingerprints holds for a flow, decoded in one place
+// (loadFingerprints): its marks as fields, the partitions as a map. The
+// table keeps the marks as rows of their own (takenKey, rewrittenKey) and
+// a target partition's state in its n (rewrittenCounted, changedPartition).
+type prints struct {
+	taken   bool         // a refresh stored fingerprints (takenKey)
+	rewrite *rewriteMark // the last refresh's rewrite (rewrittenKey); nil: none, or expired
+	// parts are each source's and the target's partitions: (n, h).
+	parts map[fpKey][2]int64
+}
+
+// rewriteMark is what the last refresh stored of its own write instead of
+// fingerprinting it: the rows it inserted, and its transaction.
+type rewriteMark struct{ inserted, writer int64 }
+
+// rewritten reports whether the last refresh rewrote target partition v,
+// and the rows it inserted there.
+func (p prints) rewritten(v string) (int64, bool) {
+	fp, ok := p.parts[fpKey{"", false, v}]
+	return fp[1], p.rewrite != nil && ok && fp[0] == rewrittenCounted
+}
+
 func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRow, error) {
 	rows, err := tx.QueryContext(ctx, p.SQL)
 	if err != nil {
@@ -137,8 +159,8 @@ func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fi
 // whole-window recompute, or "": no fingerprints stored, or a changed
 // source. The partitioned sources do not matter then, so the refresh can
 // decide before it has probed them.
-func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) compile.Reason {
-	if _, ok := stored[takenKey]; !ok {
+func wholeReason(sources []fingerprintRow, stored prints) compile.Reason {
+	if !stored.taken {
 		// Refreshed before rwc kept fingerprints: what changed is unknown.
 		return compile.ReasonPriorPredicateMissing
 	}
@@ -149,7 +171,7 @@ func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) compile.Re
 		}
 	}
 	for src, rows := range bySource {
-		if diffValues(rows, stored, src, func(string) bool { return true }) != nil {
+		if diffValues(rows, stored.parts, src, func(string) bool { return true }) != nil {
 			// A source joined on another key changed (a dimension): which
 			// partitions it affects is not known.
 			return compile.ReasonCannotPushPredicate
@@ -158,35 +180,42 @@ func wholeReason(sources []fingerprintRow, stored map[fpKey][2]int64) compile.Re
 	return ""
 }
 
-func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (map[fpKey][2]int64, error) {
+func loadFingerprints(ctx context.Context, tx *sql.Tx, flow string) (prints, error) {
 	// next: the transaction id the snapshot would give next, read with the
 	// rows (one round trip) for the mark's expiry below.
 	rows, err := tx.QueryContext(ctx, `SELECT source, whole, value, n, h, pg_snapshot_xmax(pg_current_snapshot())::text::bigint
 		FROM rwc.fingerprints WHERE flow = $1`, flow)
 	if err != nil {
-		return nil, err
+		return prints{}, err
 	}
 	defer rows.Close()
-	out := map[fpKey][2]int64{}
+	out := prints{parts: map[fpKey][2]int64{}}
 	var next int64
 	for rows.Next() {
 		var k fpKey
 		var n, h int64
 		if err := rows.Scan(&k.source, &k.whole, &k.value, &n, &h, &next); err != nil {
-			return nil, err
+			return prints{}, err
 		}
-		out[k] = [2]int64{n, h}
+		switch k {
+		case takenKey:
+			out.taken = true
+		case rewrittenKey:
+			out.rewrite = &rewriteMark{inserted: n, writer: h}
+		default:
+			out.parts[k] = [2]int64{n, h}
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return prints{}, err
 	}
 	// An xmin is the low 32 bits of a transaction id: once 2^31 more ids
 	// were handed out, another transaction may carry the rewriting one's
 	// xmin, and its rows would pass for rwc's. The mark is dropped then,
 	// and the partitions it stood for read as changed: a needless
 	// recompute, never a missed change.
-	if rw, ok := out[rewrittenKey]; ok && next-rw[1] >= 1<<31 {
-		delete(out, rewrittenKey)
+	if out.rewrite != nil && next-out.rewrite.writer >= 1<<31 {
+		out.rewrite = nil
 	}
 	return out, nil
 }
@@ -208,10 +237,10 @@ func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool 
 // in this transaction. When the last refresh rewrote partitions of the
 // window the state records (prior), the probe also covers them, however
 // the window moved since, and counts that refresh's rows.
-func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored map[fpKey][2]int64, prior *predicate.Predicate) ([]fingerprintRow, error) {
+func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored prints, prior *predicate.Predicate) ([]fingerprintRow, error) {
 	windows, writer := []*predicate.Predicate{window}, uint32(0)
-	if rw, ok := stored[rewrittenKey]; ok {
-		writer = uint32(rw[1])
+	if stored.rewrite != nil {
+		writer = uint32(stored.rewrite.writer)
 		if prior != nil {
 			region := prior
 			if values := rewrittenValues(stored); values != nil {
@@ -234,9 +263,9 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 
 // rewrittenValues lists the partitions the last refresh rewrote; nil: the
 // whole window (or none).
-func rewrittenValues(stored map[fpKey][2]int64) []string {
+func rewrittenValues(stored prints) []string {
 	var out []string
-	for k, v := range stored {
+	for k, v := range stored.parts {
 		if k.source == "" && !k.whole && v[0] == rewrittenCounted {
 			out = append(out, k.value)
 		}
@@ -254,16 +283,10 @@ func rewrittenValues(stored map[fpKey][2]int64) []string {
 // whole: when some are missing, which partition lost them is not known, so
 // every partition in window counts as changed, and unknown is true. A
 // needless recompute, never a missed change.
-func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) (dirty []string, unknown bool) {
+func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored prints) (dirty []string, unknown bool) {
 	inWindow := inWindowOf(f, window)
-	rw, rewritten := stored[rewrittenKey]
-	whole := rewritten && rewrittenValues(stored) == nil
-	// counted: a partition the last refresh rewrote, and the rows it
-	// inserted there.
-	counted := func(v string) (int64, bool) {
-		fp, ok := stored[fpKey{"", false, v}]
-		return fp[1], rewritten && ok && fp[0] == rewrittenCounted
-	}
+	whole := stored.rewrite != nil && rewrittenValues(stored) == nil
+	counted := stored.rewritten
 	var mine int64 // the whole window's rewrite's rows found
 	seen := map[string]bool{}
 	for _, t := range target {
@@ -276,11 +299,11 @@ func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerpri
 			if t.n != t.byWriter || isCounted && t.byWriter != n {
 				dirty = append(dirty, t.value)
 			}
-		case stored[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
+		case stored.parts[fpKey{"", false, t.value}] != [2]int64{t.n, t.h}:
 			dirty = append(dirty, t.value)
 		}
 	}
-	for k := range stored {
+	for k := range stored.parts {
 		if k.source != "" || k.whole || seen[k.value] || !inWindow(k.value) {
 			continue
 		}
@@ -288,7 +311,7 @@ func targetDirt(f *compile.Flow, window *predicate.Predicate, target []fingerpri
 			dirty = append(dirty, k.value) // emptied
 		}
 	}
-	lost := whole && mine != rw[0]
+	lost := whole && mine != stored.rewrite.inserted
 	if lost {
 		for _, t := range target {
 			if t.inWindow {
@@ -328,7 +351,7 @@ const changedPartition = -2
 
 // targetClean reports whether the target over window is as the last
 // refresh left it: no DML by anyone else since (targetDirt).
-func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored map[fpKey][2]int64) bool {
+func targetClean(f *compile.Flow, window *predicate.Predicate, target []fingerprintRow, stored prints) bool {
 	dirty, unknown := targetDirt(f, window, target, stored)
 	return len(dirty) == 0 && !unknown
 }
@@ -392,7 +415,7 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 // no source fingerprinted whole forces the window. The target is the
 // caller's to check (targetClean): the write of the changed partitions does
 // not wait for it.
-func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored map[fpKey][2]int64) (narrowed *predicate.Predicate, values []string, reason compile.Reason) {
+func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored prints) (narrowed *predicate.Predicate, values []string, reason compile.Reason) {
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
@@ -402,13 +425,13 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 		}
 	}
 	for src, rows := range bySource {
-		for _, v := range diffValues(rows, stored, src, inWindow) {
+		for _, v := range diffValues(rows, stored.parts, src, inWindow) {
 			changed[v] = true
 		}
 	}
 	// A source with no rows in the window has no probe rows but may have
 	// had some before.
-	for k := range stored {
+	for k := range stored.parts {
 		if k.source != "" && !k.whole && len(bySource[k.source]) == 0 && inWindow(k.value) {
 			changed[k.value] = true
 		}
@@ -492,7 +515,7 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 		}
 		inWindow := inWindowOf(f, window)
 		var values []string
-		for k := range stored {
+		for k := range stored.parts {
 			if k.source == "" && !k.whole && inWindow(k.value) {
 				values = append(values, k.value)
 			}

@@ -371,7 +371,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	whole := stmts // the whole window's statements
 	if dec.Action == compile.ActionIncremental && forced != "" {
 		dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{forced}
-		_, reasonLater = stored[takenKey]
+		reasonLater = stored.taken
 	}
 	if dec.Action == compile.ActionIncremental {
 		narrowed, values, reason := changedPartitions(f, window, c.sources, stored)
@@ -463,7 +463,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		case req.Mode == Override:
 			// Its range is not the window's: fingerprint the window again,
 			// but for the partitions changed by DML that it left alone.
-			if target, err = probeTarget(ctx, tx, f, fpWindow, nil, nil); err == nil {
+			if target, err = probeTarget(ctx, tx, f, fpWindow, prints{}, nil); err == nil {
 				target = keepDirt(f, resolved, target, dirtyBefore)
 			}
 		case stmts.Insert == "":
@@ -876,7 +876,7 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	if err != nil {
 		return false, nil, nil, err
 	}
-	if _, ok := stored[takenKey]; !ok {
+	if !stored.taken {
 		return false, nil, nil, nil
 	}
 	before, err := probeTarget(ctx, tx, f, prior, stored, prior)
