@@ -347,6 +347,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
 		}
 	}
+	if len(dec.Columns) > 0 {
+		fp.Notes = append(fp.Notes, "the ALTER TABLE statements commit on their own, before the refresh, so that readers of the target never wait for its recompute; should the refresh then fail, they stay, and the next refresh recomputes the window")
+	}
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
 		if fp.Changes.Has(ChangeColumnAdded) {
