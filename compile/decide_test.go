@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -59,7 +58,7 @@ func TestDecisionCorpus(t *testing.T) {
 				seen["reason "+string(r)] = true
 			}
 			b, _ := json.MarshalIndent(got, "", "  ")
-			decideGolden(t, filepath.Join(dir, "want.json"), string(b)+"\n")
+			golden(t, filepath.Join(dir, "want.json"), string(b)+"\n")
 		})
 	}
 	for _, w := range []Action{ActionCreate, ActionIncremental, ActionRecomputeWindow, ActionFullRefresh, ActionBackfill} {
@@ -125,22 +124,4 @@ func decideFlowState(t *testing.T, f *Flow, s *decideState) FlowState {
 		st.Determinism = "per_refresh"
 	}
 	return st
-}
-
-// decideGolden compares got with the file, or rewrites it under -update.
-func decideGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if strings.TrimSpace(string(want)) != strings.TrimSpace(got) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }

@@ -38,20 +38,7 @@ func TestLintGolden(t *testing.T) {
 			var got bytes.Buffer
 			diag.WriteText(&got, ds, func(f string) []string { return p.Spec.Sources[f] })
 			fmt.Fprintf(&got, "-- %s\n", ds.Summary())
-			want := filepath.Join(dir, "want.txt")
-			if *update {
-				if err := os.WriteFile(want, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			w, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (run go test ./compile -run TestLintGolden -update)", err)
-			}
-			if !bytes.Equal(w, got.Bytes()) {
-				t.Errorf("lint output differs from %s\n--- got\n%s--- want\n%s", want, got.String(), w)
-			}
+			golden(t, filepath.Join(dir, "want.txt"), got.String())
 		})
 	}
 	if len(cases) < 40 {
@@ -82,4 +69,23 @@ func documentedCodes(t *testing.T) []string {
 		codes = append(codes, m[1])
 	}
 	return codes
+}
+
+// golden compares got with the file at path, or writes it there under
+// -update: the corpora's one comparison (lint, decisions).
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./compile -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs\n--- got\n%s--- want\n%s", path, got, want)
+	}
 }

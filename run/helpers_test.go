@@ -246,6 +246,17 @@ func runRWC(t testing.TB, dsn string, args ...string) (int, string) {
 	return 0, out.String()
 }
 
+// mustApply runs rwc apply --allow-dirty on dir and fails the test unless
+// it succeeds.
+func mustApply(t testing.TB, e *env, dir string) string {
+	t.Helper()
+	code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir)
+	if code != 0 {
+		t.Fatalf("rwc apply exited %d:\n%s", code, out)
+	}
+	return out
+}
+
 type flowT = compile.Flow
 
 // reqWindow is a routine refresh of f's own window.

@@ -219,9 +219,7 @@ func TestInterruptBackfillBatch(t *testing.T) {
 	t.Parallel()
 	e := newSlowEnv(t, 0)
 	dir := writeSpecs(t, slowSpecs)
-	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-		t.Fatalf("first apply: %s", out)
-	}
+	mustApply(t, e, dir)
 	if err := os.MkdirAll(dir+"/backfills", 0o755); err != nil {
 		t.Fatal(err)
 	}

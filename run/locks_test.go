@@ -114,9 +114,7 @@ func appliedWhole(t *testing.T, spec string) (*env, string) {
 	t.Helper()
 	e := newDailyEnv(t)
 	dir := writeSpecs(t, map[string]string{"p.yaml": spec})
-	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-		t.Fatalf("first apply: %s", out)
-	}
+	mustApply(t, e, dir)
 	e.exec(`UPDATE ev SET v = v + 1000`)
 	return e, dir
 }
@@ -146,9 +144,7 @@ func TestLockTimeoutPlan(t *testing.T) {
 	t.Parallel()
 	e := newDailyEnv(t)
 	dir := writeSpecs(t, map[string]string{"p.yaml": wholeSpec})
-	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-		t.Fatalf("first apply: %s", out)
-	}
+	mustApply(t, e, dir)
 	_, release := lockHolder(t, e, `LOCK TABLE t IN ACCESS EXCLUSIVE MODE`)
 	defer release()
 	started := time.Now()

@@ -49,9 +49,7 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			}
 			if tc.before != "" {
 				dir := writeSpecs(t, map[string]string{"p.yaml": tc.before})
-				if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
-					t.Fatalf("first apply: %s", out)
-				}
+				mustApply(t, e, dir)
 			}
 			if tc.setup != "" {
 				e.exec(tc.setup)

@@ -13,17 +13,7 @@ import (
 // fixedSpec has a window that does not move with the clock, so that the
 // rwc processes these tests run (at the real time) refresh the same rows:
 // d >= 2026-03-08 is the window; the days before it are outside.
-const fixedSpec = `pipeline: p
-tables:
-  t:
-    replace_where: d >= date('2026-03-08')
-    columns:
-      d: date
-      k: text
-      v: integer
-    query: |
-      SELECT d, k, v FROM ev
-`
+var fixedSpec = strings.Replace(dailySpec, "d >= date_add(current_date(), -2)", "d >= date('2026-03-08')", 1)
 
 // healEnv is a deployed flow t with history: rows of the window from two
 // refreshes, and rows outside it that only the target keeps (written by
@@ -37,15 +27,6 @@ func healEnv(t *testing.T) (*env, string) {
 	e.exec(`UPDATE ev SET v = v + 100`)
 	mustApply(t, e, dir)
 	return e, dir
-}
-
-func mustApply(t *testing.T, e *env, dir string) string {
-	t.Helper()
-	code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir)
-	if code != 0 {
-		t.Fatalf("rwc apply exited %d:\n%s", code, out)
-	}
-	return out
 }
 
 // outside is every row of t outside the window, in order.
