@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -61,21 +63,7 @@ Exit status: 0 when the state is healthy (or not made yet, or an older version
 the next rwc apply upgrades), 2 when there are findings, 1 when the state could
 not be checked.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := sf.check(g); err != nil {
-				return err
-			}
-			db, err := g.connectOnly(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			rep, err := run.CheckState(cmd.Context(), db, g.lockTimeout)
-			if err != nil {
-				return fmt.Errorf("%s", run.StateReadProblem(err))
-			}
-			return writeStateReport(cmd, sf.format, rep)
-		},
+		RunE: sf.run(g, run.CheckState),
 	}
 	sf.add(cmd, g)
 	return cmd
@@ -111,24 +99,30 @@ it.
 Exit status: 0 when nothing is left to mend, 2 when findings remain that need
 you (listed, with what to do), 1 when the repair failed (nothing was changed).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := sf.check(g); err != nil {
-				return err
-			}
-			db, err := g.connectOnly(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			rep, err := run.RepairState(cmd.Context(), db, g.lockTimeout)
-			if err != nil {
-				return fmt.Errorf("%s", run.StateReadProblem(err))
-			}
-			return writeStateReport(cmd, sf.format, rep)
-		},
+		RunE: sf.run(g, run.RepairState),
 	}
 	sf.add(cmd, g)
 	return cmd
+}
+
+// run is a state command's RunE: op on a connection that does not first
+// migrate the state (which refuses a damaged one), then its report.
+func (sf *stateFlags) run(g *globals, op func(context.Context, *sql.DB, time.Duration) (run.StateReport, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := sf.check(g); err != nil {
+			return err
+		}
+		db, err := g.connectOnly(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		rep, err := op(cmd.Context(), db, g.lockTimeout)
+		if err != nil {
+			return fmt.Errorf("%s", run.StateReadProblem(err))
+		}
+		return writeStateReport(cmd, sf.format, rep)
+	}
 }
 
 // writeStateReport prints a state report and exits 2 when it has findings.
