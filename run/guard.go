@@ -227,9 +227,9 @@ func countLost(ctx context.Context, tx *sql.Tx, f *compile.Flow, count string) (
 // window reaches beyond the last one's. It refuses the refresh when there
 // are any, unless the loss is allowed: the count is exactly what the write
 // would lose.
-func (r *Runner) guardLoss(ctx context.Context, tx *sql.Tx, req Request, st compile.FlowState, stmts compile.Statements, created bool, window *predicate.Predicate, obs compile.Observation) (int64, error) {
+func (r *Runner) guardLoss(ctx context.Context, tx *sql.Tx, req Request, st compile.FlowState, stmts compile.Statements, window *predicate.Predicate, obs compile.Observation) (int64, error) {
 	f := req.Flow
-	if created || !f.Protected(st) {
+	if obs.TargetMissing || !f.Protected(st) {
 		return 0, nil
 	}
 	count, what := stmts.CountLost, "this refresh of "+diag.Visible(stmts.PredicateCEL)

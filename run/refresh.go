@@ -271,7 +271,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		return err
 	}
-	obs, err := observe(ctx, tx, f)
+	obs, oid, err := observe(ctx, tx, f)
 	if err != nil {
 		return queryError(f, err)
 	}
@@ -314,16 +314,15 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), dec.NotIncremental)
 	}
 	fingerprinted := dec.Capture
-	created, err := r.ensureTarget(ctx, tx, f, stmts, &st, dec.Columns)
-	var first *columnsFirst
-	if errors.As(err, &first) {
-		// A loss the refresh would be refused for refuses the column
-		// changes too, before they commit on their own.
-		if _, err := r.guardLoss(ctx, tx, req, st.FlowState, stmts, false, resolved, obs); err != nil {
-			return err
-		}
+	if err := adoptable(f, st, oid); err != nil {
+		return err
 	}
-	if err != nil {
+	// Before anything is written or altered (column changes commit on
+	// their own), and before the capture probes anything.
+	if res.RowsLost, err = r.guardLoss(ctx, tx, req, st.FlowState, stmts, resolved, obs); err != nil {
+		return err
+	}
+	if err := r.ensureTarget(ctx, tx, f, stmts, dec.Columns, oid); err != nil {
 		return err
 	}
 	fingerprint := f.Fingerprint()
@@ -400,10 +399,6 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		}
 	}
 	res.Action, res.Reasons = dec.Action, dec.Reasons
-
-	if res.RowsLost, err = r.guardLoss(ctx, tx, req, st.FlowState, stmts, created, resolved, obs); err != nil {
-		return err
-	}
 
 	if req.Mode == Full {
 		// What it loses for good, in its snapshot; its DELETE (of every
@@ -538,45 +533,46 @@ type queryer interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
-// ensureTarget creates the target on first use, evolves its columns, and
-// refuses a table rwc did not create: adopting it would let a refresh
-// delete rows nobody asked rwc to manage.
-func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, st *flowState, changes []compile.ColumnChange) (created bool, err error) {
-	var oid sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return false, err
-	}
+// adoptable refuses a target rwc did not create (oid: the table now, 0
+// when there is none): adopting it would let a refresh delete rows nobody
+// asked rwc to manage.
+func adoptable(f *compile.Flow, st flowState, oid uint32) error {
 	switch {
-	case oid.Valid && !st.Found:
-		return false, refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name (if rwc created it and lost the flow's row in rwc.flows, rwc state check says so, and rwc state repair re-adopts it)",
-			s.Target, f.Table.Pos)
-	case oid.Valid && uint32(oid.Int64) != st.targetOID:
-		return false, refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
-			s.Target, f.Table.Pos)
-	case oid.Valid && len(changes) > 0:
+	case oid != 0 && !st.Found:
+		return refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name (if rwc created it and lost the flow's row in rwc.flows, rwc state check says so, and rwc state repair re-adopts it)",
+			f.Target(), f.Table.Pos)
+	case oid != 0 && oid != st.targetOID:
+		return refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
+			f.Target(), f.Table.Pos)
+	}
+	return nil
+}
+
+// ensureTarget creates the target on first use (oid 0), or asks for its
+// column changes to commit first (columnsFirst).
+func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, changes []compile.ColumnChange, oid uint32) error {
+	switch {
+	case oid != 0 && len(changes) > 0:
 		if err := r.refuseDestructive(f, changes); err != nil {
-			return false, err
+			return err
 		}
-		return false, &columnsFirst{}
-	case oid.Valid:
-		return false, nil
+		return &columnsFirst{}
+	case oid != 0:
+		return nil
 	}
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
-		return false, err
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
-		return false, err
+		return err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, s.Target).Scan(&oid); err != nil {
-		return false, err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
-		VALUES ($1, $2, $3, $4, $5, $6, '')
+	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
+		VALUES ($1, $2, $3, $4, to_regclass($5)::oid, $6, '')
 		ON CONFLICT (flow) DO UPDATE SET pipeline = EXCLUDED.pipeline, target_schema = EXCLUDED.target_schema,
 			target_table = EXCLUDED.target_table, target_oid = EXCLUDED.target_oid, columns = EXCLUDED.columns,
 			query_fingerprint = '', predicate_cel = NULL, predicate_sql = NULL, last_refresh_at = NULL`,
-		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, oid.Int64, f.ColumnsJSON())
-	return err == nil, err
+		f.Name(), f.Table.Pipeline.Name, f.Table.Pipeline.Schema, f.Table.Name, s.Target, f.ColumnsJSON())
+	return err
 }
 
 // columnsFirst says that the target's columns must change before the

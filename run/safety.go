@@ -27,11 +27,11 @@ var pgTypeNames = map[string]string{
 // stored into a date column, the predicate means something else on the
 // sources), what keeps its changes from being read from its sources' rows,
 // and whether the target exists. It plans the query without running it.
-func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, error) {
+func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, uint32, error) {
 	var obs compile.Observation
 	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
-		return obs, err
+		return obs, 0, err
 	}
 	for _, t := range types {
 		col := f.Table.Column(t.Name())
@@ -45,11 +45,15 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	}
 	if f.Incremental() && len(obs.Mismatches) == 0 {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
-			return obs, err
+			return obs, 0, err
 		}
 	}
-	err = tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NULL`, f.Target()).Scan(&obs.TargetMissing)
-	return obs, err
+	// The target's oid (0: missing) serves the refresh's check that the
+	// table is rwc's (adoptable) too.
+	var oid sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid)
+	obs.TargetMissing = !oid.Valid
+	return obs, uint32(oid.Int64), err
 }
 
 // Observe is observe in a read-only snapshot of its own, bounded by
@@ -61,7 +65,7 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 		return compile.Observation{}, err
 	}
 	defer tx.Rollback()
-	obs, err := observe(ctx, tx, f)
+	obs, _, err := observe(ctx, tx, f)
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
 	}
