@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
 )
@@ -179,5 +181,30 @@ func TestBackfillLossRefusedBeforeItStarts(t *testing.T) {
 	}
 	if lost != 4 {
 		t.Errorf("the batches lost %d rows, want 4", lost)
+	}
+}
+
+// A flow whose window calls rand() is RW211 in lint; the runner refuses it
+// too, should it be handed one that skipped lint: its DELETE and INSERT
+// would draw differently.
+func TestRefreshRefusesARandomWindow(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	fsys := fstest.MapFS{"p.yaml": &fstest.MapFile{Data: []byte(strings.Replace(dailySpec, "-2)", "-2) && rand() < 2.0", 1))}}
+	p, ds, err := compile.Load(fsys, "pipelines")
+	if err != nil || !ds.HasErrors() {
+		t.Fatalf("lint should report RW211: %v %v", err, ds)
+	}
+	f := p.Flow("t")
+	if f == nil || f.Predicate == nil || f.Query == nil {
+		t.Fatal("the flow did not compile past its lint error")
+	}
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+	var refused *run.Refusal
+	if !errors.As(res.Err, &refused) {
+		t.Fatalf("refresh of a rand() window: %v, want a refusal", res.Err)
+	}
+	if n := e.value(`SELECT count(*) FROM rwc.events`); n != "0" || e.value(`SELECT to_regclass('t') IS NULL`) != "true" {
+		t.Errorf("the refusal changed something: %s events, target created: %s", n, e.value(`SELECT to_regclass('t') IS NOT NULL`))
 	}
 }
