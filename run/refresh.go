@@ -314,6 +314,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		fmt.Fprintf(r.opts.Log, "%s: not incremental: %s\n", f.Name(), dec.NotIncremental)
 	}
 	fingerprinted := dec.Capture
+	res.Action, res.Reasons = dec.Action, dec.Reasons // a refusal below says what was refused
 	if err := adoptable(f, st, oid); err != nil {
 		return err
 	}
