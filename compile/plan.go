@@ -317,24 +317,19 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.Changes, fp.WindowChange = append(fp.Changes, d.Changes...), d.Window
 	}
 	st, haveState := in.State[f.Name()]
-	var dec Decision
-	switch {
-	case haveState:
-		dec = f.DecideRefresh(RefreshInput{State: st, Window: window, Observed: obs})
-		if dec.NotIncremental != "" {
-			fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
-		}
-	case old == nil:
-		dec = Decision{Action: ActionCreate, Reasons: []Reason{ReasonFirstRefresh}}
-	default:
+	assumed := st
+	if !haveState && old != nil {
 		// No database: decide from the base spec as if it had been
 		// refreshed at the same instant.
-		st := FlowState{Found: true, LastRefreshed: true, Columns: old.Columns(), QueryFingerprint: old.Fingerprint(),
+		assumed = FlowState{Found: true, LastRefreshed: true, Columns: old.Columns(), QueryFingerprint: old.Fingerprint(),
 			Determinism: old.Predicate.Determinism.String()}
 		if oldWindow, err := old.Predicate.Resolve(rc); err == nil {
-			st.PredicateCEL = oldWindow.Root.CEL()
+			assumed.PredicateCEL = oldWindow.Root.CEL()
 		}
-		dec = f.Decide(st, window, obs)
+	}
+	dec := f.DecideRefresh(RefreshInput{State: assumed, Window: window, Observed: obs})
+	if dec.NotIncremental != "" {
+		fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
 	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
 	if dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing) {
