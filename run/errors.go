@@ -116,11 +116,21 @@ func serverProblem(what string, err error, hints map[string]string) string {
 	if !errors.As(err, &pe) {
 		return err.Error()
 	}
-	msg := fmt.Sprintf("%s: %s (SQLSTATE %s)", what, pe.Message, pe.Code)
+	msg := what + ": " + serverWords(err)
 	if hint, ok := hints[string(pe.Code)]; ok {
 		msg += "; " + hint
 	}
 	return msg
+}
+
+// serverWords is the server's message of err and its SQLSTATE, without
+// the driver's "pq:" (err's own text when it is not the server's).
+func serverWords(err error) string {
+	var pe *pq.Error
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
 }
 
 var connectHints = map[string]string{

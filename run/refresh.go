@@ -724,12 +724,7 @@ type alterError struct {
 }
 
 func (e *alterError) Error() string {
-	why := e.err.Error()
-	var pe *pq.Error
-	if errors.As(e.err, &pe) {
-		why = fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
-	}
-	return fmt.Sprintf("flow %s: %s failed: %s; nothing was changed", e.flow, e.change, why)
+	return fmt.Sprintf("flow %s: %s failed: %s; nothing was changed", e.flow, e.change, serverWords(e.err))
 }
 
 func (e *alterError) Unwrap() error { return e.err }

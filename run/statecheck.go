@@ -539,13 +539,9 @@ type RepairError struct {
 }
 
 func (e *RepairError) Error() string {
-	msg := e.Err.Error()
-	var pe *pq.Error
-	if errors.As(e.Err, &pe) {
-		msg = fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
-		if pe.Detail != "" {
-			msg += "; " + pe.Detail
-		}
+	msg := serverWords(e.Err)
+	if pe := (*pq.Error)(nil); errors.As(e.Err, &pe) && pe.Detail != "" {
+		msg += "; " + pe.Detail
 	}
 	return fmt.Sprintf("rwc state repair: %s failed: %s; the repair was rolled back and nothing was changed", e.Step, msg)
 }
