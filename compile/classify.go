@@ -181,6 +181,14 @@ type Decision struct {
 	// NotIncremental: why a refresh Decide found incremental is not, when
 	// the database or the window rules it out (for the log).
 	NotIncremental string
+	// What the capture decided (DecideCapture), for an incremental
+	// refresh: the partitions it recomputes and the window narrowed to
+	// them (nil: the whole window), or that nothing changed (Unchanged: no
+	// statement runs); and what of the target it still waits for (Await).
+	Partitions []string
+	Narrowed   *predicate.Predicate
+	Unchanged  bool
+	Await      Await
 }
 
 // Decide classifies an ordinary refresh of f given its state and the window

@@ -12,6 +12,8 @@ import (
 // refresh stored, and this refresh's probes of the target and the sources,
 // some of them running on a second connection (aside).
 type capture struct {
+	f       *compile.Flow
+	window  *predicate.Predicate // the flow's own, resolved
 	stored  prints
 	target  *asideProbe      // the target's probe (nil: not probed)
 	sources []fingerprintRow // the sources' fingerprints taken so far
@@ -28,7 +30,7 @@ type capture struct {
 // only to be stored, and a second connection takes them while this one
 // writes. The caller stops what is still running (stop).
 func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) (*capture, error) {
-	c := &capture{}
+	c := &capture{f: f, window: window}
 	if err := c.start(ctx, r, tx, f, req, dec, st, window, spare); err != nil {
 		c.stop()
 		return nil, err
@@ -122,4 +124,65 @@ func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow,
 		return nil, err
 	}
 	return append(c.sources, later...), nil
+}
+
+// decide is the capture's part of the decision (compile.DecideCapture),
+// with the target's probe still running beside the write, unless the
+// decision cannot be made without its answer.
+func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
+	if pre.Action != compile.ActionIncremental {
+		return pre, nil
+	}
+	check := compile.TargetNotProbed
+	if c.target != nil {
+		check = compile.TargetPending
+	}
+	d := c.f.DecideCapture(pre, c.window, c.found(check))
+	if d.Await == compile.AwaitBeforeWrite {
+		return c.decideKnown(pre)
+	}
+	return d, nil
+}
+
+// decideKnown decides with the target's probe's answer, waiting for it.
+func (c *capture) decideKnown(pre compile.Decision) (compile.Decision, error) {
+	check, err := c.targetCheck()
+	if err != nil {
+		return pre, err
+	}
+	return c.f.DecideCapture(pre, c.window, c.found(check)), nil
+}
+
+// found is what the capture found changed, compared with what the last
+// refresh stored. Which source partitions changed matters only when no
+// source forces the whole window, and they were all probed then.
+func (c *capture) found(target compile.TargetCheck) compile.Captured {
+	got := compile.Captured{Forced: c.forced, Target: target}
+	if c.forced == "" {
+		got.Changed = changedValues(c.f, c.window, c.sources, c.stored)
+	}
+	return got
+}
+
+// targetCheck waits for the target's probe and says whether the window is
+// as the last refresh left it.
+func (c *capture) targetCheck() (compile.TargetCheck, error) {
+	if c.target == nil {
+		return compile.TargetNotProbed, nil
+	}
+	rows, err := c.target.result()
+	switch {
+	case err != nil:
+		return 0, err
+	case targetClean(c.f, c.window, rows, c.stored):
+		return compile.TargetClean, nil
+	}
+	return compile.TargetChanged, nil
+}
+
+// targetBefore is the target's fingerprints before the write, within the
+// window (see inWindowOnly).
+func (c *capture) targetBefore() ([]fingerprintRow, error) {
+	rows, err := c.target.result()
+	return inWindowOnly(rows), err
 }

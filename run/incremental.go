@@ -407,15 +407,12 @@ func rewrote(f *compile.Flow, written *predicate.Predicate, v string) bool {
 	return err == nil && in
 }
 
-// changedPartitions compares this refresh's source fingerprints with those
-// stored by the last one. It returns the window narrowed to the partition
-// values whose source rows changed and those values (nil: nothing
-// changed), or the reason the refresh must recompute the whole window
-// instead. The caller asked wholeReason first: fingerprints are stored, and
-// no source fingerprinted whole forces the window. The target is the
-// caller's to check (targetClean): the write of the changed partitions does
-// not wait for it.
-func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored prints) (narrowed *predicate.Predicate, values []string, reason compile.Reason) {
+// changedValues compares this refresh's source fingerprints with those
+// stored by the last one: the partition values of the window whose source
+// rows changed, sorted (none: nothing changed). The caller asked
+// wholeReason first: fingerprints are stored, and no source fingerprinted
+// whole forces the window.
+func changedValues(f *compile.Flow, window *predicate.Predicate, sources []fingerprintRow, stored prints) []string {
 	inWindow := inWindowOf(f, window)
 	changed := map[string]bool{}
 	bySource := map[string][]fingerprintRow{}
@@ -436,21 +433,53 @@ func changedPartitions(f *compile.Flow, window *predicate.Predicate, sources []f
 			changed[k.value] = true
 		}
 	}
-	if len(changed) == 0 {
-		return nil, nil, ""
-	}
-	values = make([]string, 0, len(changed))
+	values := make([]string, 0, len(changed))
 	for v := range changed {
 		values = append(values, v)
 	}
 	sort.Strings(values)
-	narrowed, err := f.Narrow(window, values)
+	return values
+}
+
+// storeCapture stores what the next refresh compares with: the sources as
+// probed, the target as the write left it. It returns the rows the target
+// holds in the window now.
+func storeCapture(ctx context.Context, tx *sql.Tx, c *capture, dec compile.Decision, override bool, window, resolved *predicate.Predicate, dirtyBefore []string, inserted int64, counts map[string]int64) (int64, error) {
+	f := c.f
+	sources, err := c.allSources(ctx, tx)
 	if err != nil {
-		// A source's partition values are not the target's (another type):
-		// the window cannot be mapped onto that source.
-		return nil, nil, compile.ReasonCannotPushPredicate
+		return 0, queryError(f, err)
 	}
-	return narrowed, values, ""
+	var target []fingerprintRow
+	switch {
+	case override:
+		// Its range is not the window's: fingerprint the window again,
+		// but for the partitions changed by DML that it left alone.
+		if target, err = probeTarget(ctx, tx, f, window, prints{}, nil); err == nil {
+			target = keepDirt(f, resolved, target, dirtyBefore)
+		}
+	case dec.Unchanged:
+		target, err = c.targetBefore() // nothing changed, nothing written
+	default:
+		var before []fingerprintRow
+		if dec.Narrowed != nil {
+			before, err = c.targetBefore()
+		}
+		if err == nil {
+			target, err = targetAfter(ctx, tx, f, dec.Narrowed, dec.Partitions, before, inserted, counts)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := storeFingerprints(ctx, tx, f, window, sources, target, override); err != nil {
+		return 0, err
+	}
+	var rows int64
+	for _, t := range target {
+		rows += max(t.n, 0) // a rewrite's mark counts the rows inserted
+	}
+	return rows, nil
 }
 
 // inWindowOnly drops the rows a target probe took outside the window now

@@ -338,7 +338,6 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		}
 		defer c.stop()
 	}
-	stored, forced := c.stored, c.forced
 	// Every probe that runs aside has its connection by now: one not taken
 	// goes back to the pool rather than idle through the write.
 	spare.release()
@@ -357,50 +356,14 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 			return err
 		}
 	}
-	// What the target's fingerprints were before the write, and where the
-	// write may change them (nil: the whole window).
-	var targetBefore []fingerprintRow
-	var written *predicate.Predicate
-	// The write does not wait for the target's probe when the sources
-	// decide what it recomputes: reasonLater, the whole window is
-	// recomputed whatever the probe finds, which only decides the reason
-	// recorded (external DML is the one to report); checkLater, the
-	// partitions whose sources changed are, and should the probe find DML
-	// by anyone else in the window, the whole window is recomputed on top.
-	reasonLater, checkLater := false, false
-	whole := stmts // the whole window's statements
-	if dec.Action == compile.ActionIncremental && forced != "" {
-		dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{forced}
-		reasonLater = stored.taken
+	pre := dec
+	if dec, err = c.decide(pre); err != nil {
+		return err
 	}
-	if dec.Action == compile.ActionIncremental {
-		narrowed, values, reason := changedPartitions(f, window, c.sources, stored)
-		switch {
-		case reason != "":
-			dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{reason}
-			reasonLater = true
-		case narrowed == nil:
-			// No source changed: only the target can say whether there is
-			// anything to write.
-			target, err := c.target.result()
-			if err != nil {
-				return err
-			}
-			if !targetClean(f, window, target, stored) {
-				dec.Action, dec.Reasons = compile.ActionRecomputeWindow, []compile.Reason{compile.ReasonExternalChange}
-				break
-			}
-			stmts = compile.Statements{} // nothing changed: nothing to recompute
-			targetBefore = inWindowOnly(target)
-		default:
-			if stmts, err = f.Statements(narrowed, false, obs); err != nil {
-				return err
-			}
-			res.Partitions, written, checkLater = values, narrowed, true
-		}
+	if stmts, err = f.Writes(dec, resolved, req.Mode == Full, obs); err != nil {
+		return err
 	}
-	res.Action, res.Reasons = dec.Action, dec.Reasons
-
+	res.Action, res.Reasons, res.Partitions = dec.Action, dec.Reasons, dec.Partitions
 	if req.Mode == Full {
 		// What it loses for good, in its snapshot; its DELETE (of every
 		// row, never a TRUNCATE: see compile.Statements) counts the rest.
@@ -413,69 +376,21 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	// on it first (see aside).
 	c.target.waitLocks()
 	var counts map[string]int64 // rows inserted per partition, by an incremental write
-	if written != nil {
+	if dec.Narrowed != nil {
 		counts = map[string]int64{}
 	}
 	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted, counts); err != nil {
 		return err
 	}
-	if reasonLater || checkLater {
-		target, err := c.target.result()
-		if err != nil {
+	if dec.Await != compile.AwaitNothing {
+		if dec, err = r.decideAfterWrite(ctx, tx, c, pre, dec, resolved, obs, res); err != nil {
 			return err
-		}
-		clean := targetClean(f, window, target, stored)
-		switch {
-		case !clean && checkLater:
-			// DML by someone else changed the window since the last
-			// refresh: the partitions just written are not enough. The
-			// whole window is recomputed on top, in this transaction, so
-			// the result is a whole-window recompute's; the rows inserted
-			// a moment ago are deleted again (and counted as dead once).
-			fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
-			deleted, inserted, err := write(ctx, tx, f, whole, 0, nil)
-			if err != nil {
-				return err
-			}
-			res.deadAgain = res.RowsInserted
-			res.RowsDeleted += deleted - res.RowsInserted
-			res.RowsInserted = inserted
-			res.Action, res.Partitions, written = compile.ActionRecomputeWindow, nil, nil
-			res.Reasons = []compile.Reason{compile.ReasonExternalChange}
-		case !clean:
-			res.Reasons = []compile.Reason{compile.ReasonExternalChange}
-		case checkLater:
-			targetBefore = inWindowOnly(target)
 		}
 	}
 	windowRows := res.RowsInserted
 	if fingerprinted && storeTarget {
-		sources, err := c.allSources(ctx, tx)
-		if err != nil {
-			return queryError(f, err)
-		}
-		var target []fingerprintRow
-		switch {
-		case req.Mode == Override:
-			// Its range is not the window's: fingerprint the window again,
-			// but for the partitions changed by DML that it left alone.
-			if target, err = probeTarget(ctx, tx, f, fpWindow, prints{}, nil); err == nil {
-				target = keepDirt(f, resolved, target, dirtyBefore)
-			}
-		case stmts.Insert == "":
-			target = targetBefore // nothing changed, nothing written
-		default:
-			target, err = targetAfter(ctx, tx, f, written, res.Partitions, targetBefore, res.RowsInserted, counts)
-		}
-		if err != nil {
+		if windowRows, err = storeCapture(ctx, tx, c, dec, req.Mode == Override, fpWindow, resolved, dirtyBefore, res.RowsInserted, counts); err != nil {
 			return err
-		}
-		if err := storeFingerprints(ctx, tx, f, fpWindow, sources, target, req.Mode == Override); err != nil {
-			return err
-		}
-		windowRows = 0
-		for _, t := range target {
-			windowRows += max(t.n, 0) // a rewrite's mark counts the rows inserted
 		}
 	}
 	if req.Mode != Override {
@@ -505,6 +420,36 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	}
 	r.vacuum(ctx, conn, f, res, churn)
 	return nil
+}
+
+// decideAfterWrite decides again once the target's probe answered (see
+// compile.Await). When DML by someone else changed the window since the
+// last refresh, the partitions just written are not enough: the whole
+// window is recomputed on top, in this transaction, so that the result is a
+// whole-window recompute's; the rows inserted a moment ago are deleted
+// again (and counted as dead once).
+func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, pre, dec compile.Decision, resolved *predicate.Predicate, obs compile.Observation, res *Result) (compile.Decision, error) {
+	final, err := c.decideKnown(pre)
+	if err != nil {
+		return dec, err
+	}
+	if dec.Narrowed != nil && final.Narrowed == nil {
+		f := c.f
+		fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
+		whole, err := f.Writes(final, resolved, false, obs)
+		if err != nil {
+			return dec, err
+		}
+		deleted, inserted, err := write(ctx, tx, f, whole, 0, nil)
+		if err != nil {
+			return dec, err
+		}
+		res.deadAgain = res.RowsInserted
+		res.RowsDeleted += deleted - res.RowsInserted
+		res.RowsInserted = inserted
+	}
+	res.Action, res.Reasons, res.Partitions = final.Action, final.Reasons, final.Partitions
+	return final, nil
 }
 
 func loadFlowState(ctx context.Context, q queryer, flow string) (flowState, error) {

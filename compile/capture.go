@@ -1,0 +1,110 @@
+package compile
+
+import "github.com/rwc-dev/rwc/spec/predicate"
+
+// Captured is what a refresh's capture found, comparing its probes with
+// the fingerprints the last refresh stored (rwc compares them where it
+// probes: rwc apply in the refresh's transaction, rwc plan read-only).
+type Captured struct {
+	// Forced: why the sources force the whole window ("" none): no
+	// fingerprints were stored, or a source fingerprinted whole (a
+	// dimension) changed.
+	Forced Reason
+	// Changed lists the partition values of the window whose source rows
+	// changed since the last refresh, sorted; none: no source changed.
+	Changed []string
+	Target  TargetCheck
+}
+
+// TargetCheck is what the target's probe says of the window: whether
+// anyone but rwc changed it since the last refresh.
+type TargetCheck int
+
+const (
+	TargetNotProbed TargetCheck = iota // no fingerprints stored: nothing to compare
+	TargetPending                      // probing, beside the write
+	TargetClean
+	TargetChanged
+)
+
+// Await is what an incremental refresh's write still waits for of the
+// target's probe, which runs beside it.
+type Await int
+
+const (
+	AwaitNothing Await = iota
+	// AwaitBeforeWrite: no source changed; only the target can say whether
+	// there is anything to write.
+	AwaitBeforeWrite
+	// AwaitAfterWrite: the changed partitions are written; should the
+	// target turn out changed, the whole window is recomputed on top.
+	AwaitAfterWrite
+	// AwaitReason: the whole window is recomputed whatever the probe finds;
+	// it decides only the reason recorded (external DML is the one to
+	// report).
+	AwaitReason
+)
+
+// DecideCapture is the rest of an incremental refresh's decision (d, from
+// DecideRefresh), once its capture found what changed: the partitions it
+// recomputes, or the whole window and why. rwc apply decides again when
+// the target's probe answers (the Await d returned says when), and writes
+// the whole window on top should the answer be that the target changed; a
+// plan, which probes the target first, decides once.
+func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured) Decision {
+	if d.Action != ActionIncremental {
+		return d
+	}
+	whole := func(r Reason) Decision {
+		d.Action, d.Reasons = ActionRecomputeWindow, []Reason{r}
+		switch c.Target {
+		case TargetPending:
+			d.Await = AwaitReason
+		case TargetChanged:
+			d.Reasons = []Reason{ReasonExternalChange}
+		}
+		return d
+	}
+	if c.Forced != "" {
+		return whole(c.Forced)
+	}
+	if len(c.Changed) == 0 {
+		switch c.Target {
+		case TargetPending:
+			d.Await = AwaitBeforeWrite
+		case TargetClean:
+			d.Unchanged = true
+		default:
+			d.Action, d.Reasons = ActionRecomputeWindow, []Reason{ReasonExternalChange}
+		}
+		return d
+	}
+	narrowed, err := f.Narrow(window, c.Changed)
+	if err != nil {
+		// A source's partition values are not the target's (another type):
+		// the window cannot be mapped onto that source.
+		return whole(ReasonCannotPushPredicate)
+	}
+	switch c.Target {
+	case TargetPending:
+		d.Partitions, d.Narrowed, d.Await = c.Changed, narrowed, AwaitAfterWrite
+	case TargetChanged:
+		d.Action, d.Reasons = ActionRecomputeWindow, []Reason{ReasonExternalChange}
+	default:
+		d.Partitions, d.Narrowed = c.Changed, narrowed
+	}
+	return d
+}
+
+// Writes is what a decided refresh writes: where (the override's range,
+// the window, or the partitions the capture narrowed it to), and nothing
+// when nothing changed.
+func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs Observation) (Statements, error) {
+	switch {
+	case d.Unchanged:
+		return Statements{}, nil
+	case d.Narrowed != nil:
+		return f.Statements(d.Narrowed, false, obs)
+	}
+	return f.Statements(resolved, full, obs)
+}
