@@ -1,6 +1,10 @@
 package compile
 
-import "github.com/rwc-dev/rwc/spec/predicate"
+import (
+	"fmt"
+
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
 
 // Captured is what a refresh's capture found, comparing its probes with
 // the fingerprints the last refresh stored (rwc compares them where it
@@ -9,11 +13,11 @@ type Captured struct {
 	// Forced: why the sources force the whole window ("" none): no
 	// fingerprints were stored, or a source fingerprinted whole (a
 	// dimension) changed.
-	Forced Reason
+	Forced Reason `json:"forced,omitempty"`
 	// Changed lists the partition values of the window whose source rows
 	// changed since the last refresh, sorted; none: no source changed.
-	Changed []string
-	Target  TargetCheck
+	Changed []string    `json:"changed,omitempty"`
+	Target  TargetCheck `json:"target"`
 }
 
 // TargetCheck is what the target's probe says of the window: whether
@@ -107,4 +111,24 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 		return f.Statements(d.Narrowed, false, obs)
 	}
 	return f.Statements(resolved, full, obs)
+}
+
+var targetCheckWords = map[TargetCheck]string{TargetNotProbed: "not_probed", TargetPending: "pending", TargetClean: "clean", TargetChanged: "changed"}
+
+var awaitWords = map[Await]string{AwaitNothing: "nothing", AwaitBeforeWrite: "before_write", AwaitAfterWrite: "after_write", AwaitReason: "reason"}
+
+func (t TargetCheck) String() string { return targetCheckWords[t] }
+func (a Await) String() string       { return awaitWords[a] }
+
+func (t TargetCheck) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+func (a Await) MarshalText() ([]byte, error)       { return []byte(a.String()), nil }
+
+func (t *TargetCheck) UnmarshalText(b []byte) error {
+	for k, w := range targetCheckWords {
+		if w == string(b) {
+			*t = k
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown target check %q", b)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -12,14 +13,17 @@ import (
 )
 
 // decideCase is one case of the decision corpus: testdata/decide/<case>/
-// holds case.json (a flow, its state, what was asked and what was observed)
-// and want.json (DecideRefresh's decision); -update rewrites want.json.
+// holds case.json (a flow, its state, what was asked, what was observed and,
+// for an incremental refresh, what its capture found) and want.json (the
+// decision of DecideRefresh, then DecideCapture, and the statements it
+// writes); -update rewrites want.json.
 type decideCase struct {
 	Spec     string       `json:"spec"` // the flow t's spec file
 	At       time.Time    `json:"at"`
 	Mode     string       `json:"mode"` // window (default), override, full
 	State    *decideState `json:"state"`
 	Observed Observation  `json:"observed"`
+	Captured *Captured    `json:"captured"`
 }
 
 // decideState is the flow's state; "same" stands for the spec's own query
@@ -38,12 +42,16 @@ type decideWant struct {
 	Columns        []string `json:"columns,omitempty"`
 	Capture        bool     `json:"capture"`
 	NotIncremental string   `json:"not_incremental,omitempty"`
+	Partitions     []string `json:"partitions,omitempty"`
+	Narrowed       string   `json:"narrowed,omitempty"`
+	Unchanged      bool     `json:"unchanged,omitempty"`
+	Await          *Await   `json:"await,omitempty"`
+	SQL            []string `json:"sql"`
 }
 
 // TestDecisionCorpus runs every case of testdata/decide. Together they
-// cover every action and every reason DecideRefresh gives, and each input
-// it branches on; what the capture finds afterwards (external changes,
-// changed partitions) is the refresh's, in run.
+// cover every action and every reason the decision gives, every way the
+// capture's decision waits for the target, and each input they branch on.
 func TestDecisionCorpus(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/decide/*")
 	if err != nil || len(dirs) == 0 {
@@ -57,8 +65,20 @@ func TestDecisionCorpus(t *testing.T) {
 			for _, r := range got.Reasons {
 				seen["reason "+string(r)] = true
 			}
-			b, _ := json.MarshalIndent(got, "", "  ")
-			golden(t, filepath.Join(dir, "want.json"), string(b)+"\n")
+			if got.Await != nil {
+				seen["await "+got.Await.String()] = true
+			}
+			if got.Unchanged {
+				seen["unchanged"] = true
+			}
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false) // the SQL reads as it is
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(got); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join(dir, "want.json"), b.String())
 		})
 	}
 	for _, w := range []Action{ActionCreate, ActionIncremental, ActionRecomputeWindow, ActionFullRefresh, ActionBackfill} {
@@ -68,9 +88,14 @@ func TestDecisionCorpus(t *testing.T) {
 	}
 	for _, r := range []Reason{ReasonFirstRefresh, ReasonQueryChanged, ReasonPriorNotDeterministic,
 		ReasonPriorPredicateMissing, ReasonStaleTargetData, ReasonCannotPushPredicate,
-		ReasonBackfill, ReasonFullRefreshRequested} {
+		ReasonBackfill, ReasonFullRefreshRequested, ReasonExternalChange} {
 		if !seen["reason "+string(r)] {
 			t.Errorf("no case gives %s", r)
+		}
+	}
+	for _, w := range []string{"await before_write", "await after_write", "await reason", "unchanged"} {
+		if !seen[w] {
+			t.Errorf("no case decides %s", w)
 		}
 	}
 }
@@ -102,10 +127,25 @@ func decideOne(t *testing.T, dir string) decideWant {
 		in.State = decideFlowState(t, f, c.State)
 	}
 	dec := f.DecideRefresh(in)
-	got := decideWant{Action: dec.Action, Reasons: dec.Reasons, Capture: dec.Capture, NotIncremental: dec.NotIncremental}
+	if c.Captured != nil {
+		dec = f.DecideCapture(dec, window, *c.Captured)
+	}
+	got := decideWant{Action: dec.Action, Reasons: dec.Reasons, Capture: dec.Capture, NotIncremental: dec.NotIncremental,
+		Partitions: dec.Partitions, Unchanged: dec.Unchanged, SQL: []string{}}
 	for _, ch := range dec.Columns {
 		got.Columns = append(got.Columns, ch.Change())
 	}
+	if dec.Narrowed != nil {
+		got.Narrowed = dec.Narrowed.Root.CEL()
+	}
+	if dec.Await != AwaitNothing {
+		got.Await = &dec.Await
+	}
+	s, err := f.Writes(dec, window, in.Full, in.Observed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.SQL = append(got.SQL, s.List()...)
 	return got
 }
 
