@@ -3,6 +3,8 @@ package compile
 import (
 	"fmt"
 
+	"github.com/lib/pq"
+
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -108,7 +110,15 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 	case d.Unchanged:
 		return Statements{}, nil
 	case d.Narrowed != nil:
-		return f.Statements(d.Narrowed, false, obs)
+		s, err := f.Statements(d.Narrowed, false, obs)
+		if err == nil && s.Insert != "" {
+			// The rows inserted in each partition are what the refresh
+			// stores of its write, to recognise it at the next one.
+			col := pq.QuoteIdentifier(f.PartitionBy)
+			s.Insert = "WITH ins AS (" + s.Insert + "\nRETURNING " + col + ") SELECT (" + col + ")::text, count(*) FROM ins GROUP BY 1"
+			s.PerPartition = true
+		}
+		return s, err
 	}
 	return f.Statements(resolved, full, obs)
 }

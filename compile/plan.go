@@ -64,8 +64,11 @@ type FlowPlan struct {
 	// database at hand, the rows its refresh would delete there that its
 	// query no longer yields, counted now (Flow.WindowLoss); rwc apply counts
 	// again and refuses when there are any, unless --allow-loss.
-	RowsLost *int64   `json:"rows_lost,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	RowsLost *int64 `json:"rows_lost,omitempty"`
+	// Partitions: for an incremental refresh planned with a database, the
+	// partition values whose source rows changed, which it recomputes.
+	Partitions []string `json:"partitions,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // BackfillPlan is a backfill file and where it stands.
@@ -140,6 +143,11 @@ type PlanInput struct {
 	// plan assumes the zero Observation and says so). Called from several
 	// goroutines at once, and more than once for a flow.
 	Observe func(f *Flow) (Observation, error)
+	// FindChanges is what an incremental refresh of f's window would find
+	// changed now (nil: no database; the plan shows the whole window's
+	// statements, which the refresh narrows). Called from several
+	// goroutines at once.
+	FindChanges func(f *Flow, window *predicate.Predicate) (Captured, error)
 	// CountLost runs loss counts of f (Flow.WindowLoss, Flow.BatchLoss)
 	// and adds them up (nil: unknown); nil: not counted. Called for
 	// protected flows only.
@@ -327,10 +335,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 			assumed.PredicateCEL = oldWindow.Root.CEL()
 		}
 	}
-	dec := f.DecideRefresh(RefreshInput{State: assumed, Window: window, Observed: obs})
-	if dec.NotIncremental != "" {
-		fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
-	}
+	dec := in.decide(f, RefreshInput{State: assumed, Window: window, Observed: obs}, &fp)
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
 	if dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing) {
 		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
@@ -352,18 +357,50 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		}
 		fp.Notes = append(fp.Notes, "only the window is recomputed; "+outside+": commit a backfill file (rwc backfill new "+f.Name()+" --where ... --reason ...) to recompute history")
 	}
-	if dec.Action == ActionIncremental {
-		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
-	}
 	if count := f.WindowLoss(st, window, obs); haveState && count != "" && !obs.TargetMissing && in.CountLost != nil {
 		fp.SQL = append(fp.SQL, count)
 		fp.RowsLost = in.CountLost(f, []string{count})
 	}
-	fp.SQL = append(fp.SQL, stmts.List()...)
+	writes, err := f.Writes(dec, window, false, obs)
+	if err != nil {
+		return fp, err
+	}
+	fp.SQL = append(fp.SQL, writes.List()...)
 	if in.Estimate != nil {
 		fp.EstimatedRows = in.Estimate(f, stmts)
 	}
 	return fp, nil
+}
+
+// decide is the refresh's decision, as rwc apply makes it: when the flow
+// refreshes incrementally, from what the refresh would find changed now
+// (in.FindChanges), noted on fp.
+func (in PlanInput) decide(f *Flow, rin RefreshInput, fp *FlowPlan) Decision {
+	dec := f.DecideRefresh(rin)
+	if dec.NotIncremental != "" {
+		fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
+	}
+	if dec.Action != ActionIncremental {
+		return dec
+	}
+	if in.FindChanges == nil {
+		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
+		return dec
+	}
+	found, err := in.FindChanges(f, rin.Window)
+	if err != nil {
+		fp.Notes = append(fp.Notes, "could not compare the fingerprints ("+err.Error()+"): the SQL below is the whole window's, which rwc apply narrows to the partitions whose source rows changed")
+		return dec
+	}
+	dec = f.DecideCapture(dec, rin.Window, found)
+	fp.Partitions = dec.Partitions
+	switch {
+	case dec.Unchanged:
+		fp.Notes = append(fp.Notes, "incremental: no source row changed in the window since the last refresh, and the target is as it left it: rwc apply writes nothing")
+	case dec.Narrowed != nil:
+		fp.Notes = append(fp.Notes, fmt.Sprintf("incremental: the source rows of %d partitions changed since the last refresh (%s): only those are deleted and recomputed", len(dec.Partitions), strings.Join(dec.Partitions, ", ")))
+	}
+	return dec
 }
 
 // FileHashes identifies each spec file, so a stale plan can name the files

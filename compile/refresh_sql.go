@@ -22,6 +22,9 @@ type Statements struct {
 	CreateTable  string   // the target, from columns:
 	Delete       string   // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
 	Insert       string   // INSERT BY NAME, predicate pushed down
+	// PerPartition: Insert returns, for each partition value (as text), the
+	// rows it inserted there (an incremental write; see Flow.Writes).
+	PerPartition bool
 	CountOutside string   // rows a full refresh loses: outside the window
 	PushedTo     []string // sources the predicate was pushed to
 	// CountLost counts the rows the DELETE removes that the INSERT does not

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/spec/predicate"
@@ -185,4 +186,38 @@ func (c *capture) targetCheck() (compile.TargetCheck, error) {
 func (c *capture) targetBefore() ([]fingerprintRow, error) {
 	rows, err := c.target.result()
 	return inWindowOnly(rows), err
+}
+
+// FindChanges is, read-only and without locking anything, what a refresh of
+// f's window would find changed now (see startCapture): rwc plan and rwc
+// refresh --explain show the statements the refresh decides from it.
+func FindChanges(ctx context.Context, db *sql.DB, f *compile.Flow, window *predicate.Predicate, timeout time.Duration) (compile.Captured, error) {
+	tx, err := readOnly(ctx, db, timeout)
+	if err != nil {
+		return compile.Captured{}, err
+	}
+	defer tx.Rollback()
+	st, err := loadFlowState(ctx, readOnlyTx{tx}, f.Name())
+	if err != nil {
+		return compile.Captured{}, err
+	}
+	// No spare connections: every probe runs here, in turn.
+	c, err := (&Runner{db: db}).startCapture(ctx, tx, f, Request{Flow: f, Mode: Window},
+		compile.Decision{Action: compile.ActionIncremental}, st, window, nil)
+	if err != nil {
+		return compile.Captured{}, err
+	}
+	defer c.stop()
+	check, err := c.targetCheck()
+	if err != nil {
+		return compile.Captured{}, queryError(f, err)
+	}
+	return c.found(check), nil
+}
+
+// readOnlyTx reads in a read-only transaction: loadFlowState locks no row.
+type readOnlyTx struct{ tx *sql.Tx }
+
+func (r readOnlyTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.tx.QueryRowContext(ctx, q, args...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,9 +15,9 @@ import (
 // The plan is the contract: every statement a saved plan shows for a flow
 // is, byte for byte, a statement rwc apply of that plan sends to the server
 // (seen on the wire, through a proxy), and rwc refresh --explain prints the
-// same DELETE and INSERT. Each case is a decision other than incremental,
-// whose statements the plan knows in full (an incremental refresh narrows
-// them to the partitions it finds changed, which only the refresh sees).
+// same DELETE and INSERT. An incremental refresh's statements are narrowed
+// to the partitions whose source rows changed: the plan, having a
+// database, finds them as the refresh does.
 func TestPlanIsWhatApplySends(t *testing.T) {
 	t.Parallel()
 	rwcBinary(t)
@@ -29,6 +30,10 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 		spec    string
 		flag    string // for apply
 		action  compile.Action
+		// partitions: those an incremental plan narrows to; writes: whether
+		// the plan shows a DELETE and an INSERT.
+		partitions []string
+		nothing    bool
 	}{
 		{name: "first create", spec: wholeSpec, action: compile.ActionCreate},
 		{name: "query changed", before: wholeSpec, spec: strings.Replace(wholeSpec, "SELECT d, k, v FROM", "SELECT d, k, v * 2 AS v FROM", 1),
@@ -40,6 +45,20 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			setup: `DELETE FROM ev WHERE d < '2026-03-03'`,
 			spec:  strings.Replace(protected, "d >= date('2026-03-05')", "d >= date('2026-03-01')", 1), flag: "--allow-loss",
 			action: compile.ActionRecomputeWindow},
+		{name: "the window after the query only", sources: `CREATE TABLE evts (d timestamp, v integer);
+			INSERT INTO evts VALUES ('2026-03-01 10:00', 1), ('2026-02-28 12:00', 2), ('2026-03-02', 3)`,
+			spec:   "pipeline: p\ntables:\n  t:\n    replace_where: d <= date('2026-03-01')\n    columns:\n      d: date\n      v: integer\n    query: SELECT d, v FROM evts\n",
+			action: compile.ActionCreate},
+		{name: "incremental, one day changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
+			spec: wholeSpec, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
+		{name: "incremental, two days changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d IN ('2026-03-06', '2026-03-09'); DELETE FROM ev WHERE d = '2026-03-10'`,
+			spec: wholeSpec, action: compile.ActionIncremental, partitions: []string{"2026-03-06", "2026-03-09", "2026-03-10"}},
+		{name: "incremental, nothing changed", before: wholeSpec, spec: wholeSpec, action: compile.ActionIncremental, nothing: true},
+		{name: "incremental, the target changed", before: wholeSpec, setup: `DELETE FROM t WHERE d = '2026-03-08'`,
+			spec: wholeSpec, action: compile.ActionRecomputeWindow},
+		{name: "incremental, a source and the target changed", before: wholeSpec,
+			setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'; UPDATE t SET v = 0 WHERE d = '2026-03-09'`,
+			spec:  wholeSpec, action: compile.ActionRecomputeWindow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -64,18 +83,28 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			if fp.Action != tc.action {
 				t.Fatalf("planned %s (%v), want %s", fp.Action, fp.Reasons, tc.action)
 			}
-			sent := appliedThroughProxy(t, e, file, tc.flag)
-			for _, stmt := range fp.SQL {
-				if !sentOne(sent, stmt) {
-					t.Errorf("the plan shows a statement rwc apply did not send:\n%s\nsent:\n%s", stmt, strings.Join(sent, "\n---\n"))
-				}
+			if !slices.Equal(fp.Partitions, tc.partitions) {
+				t.Errorf("planned partitions %v, want %v", fp.Partitions, tc.partitions)
 			}
+			if writes := slices.ContainsFunc(fp.SQL, func(s string) bool { return strings.HasPrefix(s, "DELETE") }); writes == tc.nothing {
+				t.Errorf("the plan shows a DELETE: %v, want %v:\n%s", writes, !tc.nothing, strings.Join(fp.SQL, "\n"))
+			}
+			// Before the apply: an incremental refresh finds nothing changed after it.
 			_, explained := runRWC(t, e.dsn, "refresh", "t", "--explain", "--specs", dir)
 			for _, stmt := range fp.SQL {
 				if strings.HasPrefix(stmt, "DELETE") || strings.HasPrefix(stmt, "INSERT") {
 					if !strings.Contains(explained, stmt+";\n") {
 						t.Errorf("rwc refresh --explain does not print the plan's\n%s\nit printed:\n%s", stmt, explained)
 					}
+				}
+			}
+			sent := appliedThroughProxy(t, e, file, tc.flag)
+			if tc.nothing && slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, `DELETE FROM "public"."t"`) }) {
+				t.Errorf("rwc apply deleted from the target, whose plan writes nothing:\n%s", strings.Join(sent, "\n---\n"))
+			}
+			for _, stmt := range fp.SQL {
+				if !sentOne(sent, stmt) {
+					t.Errorf("the plan shows a statement rwc apply did not send:\n%s\nsent:\n%s", stmt, strings.Join(sent, "\n---\n"))
 				}
 			}
 		})

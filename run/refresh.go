@@ -375,10 +375,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
 	c.target.waitLocks()
-	var counts map[string]int64 // rows inserted per partition, by an incremental write
-	if dec.Narrowed != nil {
-		counts = map[string]int64{}
-	}
+	counts := map[string]int64{} // rows inserted per partition, by an incremental write
 	if res.RowsDeleted, res.RowsInserted, err = write(ctx, tx, f, stmts, res.RowsDeleted, counts); err != nil {
 		return err
 	}
@@ -714,7 +711,7 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 	if stmts.Insert == "" {
 		return deleted, 0, nil
 	}
-	if counts == nil {
+	if !stmts.PerPartition {
 		r, err := userExec(ctx, tx, stmts.Insert)
 		if err != nil {
 			return 0, 0, queryError(f, err)
@@ -722,8 +719,7 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		n, err := r.RowsAffected()
 		return deleted, n, err
 	}
-	col := pq.QuoteIdentifier(f.PartitionBy)
-	rows, done, err := userRows(ctx, tx, "WITH ins AS ("+stmts.Insert+"\nRETURNING "+col+") SELECT ("+col+")::text, count(*) FROM ins GROUP BY 1")
+	rows, done, err := userRows(ctx, tx, stmts.Insert)
 	if err != nil {
 		return 0, 0, queryError(f, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rwc-dev/rwc/diff"
 	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 type planFlags struct {
@@ -162,6 +163,9 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.State = state.Flows
 		in.Basis = compile.Basis{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
 		in.Estimate = run.Estimator(ctx, db)
+		in.FindChanges = func(f *compile.Flow, window *predicate.Predicate) (compile.Captured, error) {
+			return run.FindChanges(ctx, db, f, window, 0)
+		}
 		in.CountLost = func(f *compile.Flow, counts []string) *int64 {
 			n, err := run.CountLost(ctx, db, f, counts, 0)
 			if err != nil {

@@ -206,46 +206,16 @@ func didYouMean(name string, p *compile.Project) string {
 	return ""
 }
 
-// explainRefresh prints the statements of each refresh, built from what a
-// database at hand shows of the flow (compile.Observation), as the refresh
-// builds them, or from what a plan without one assumes, saying so.
+// explainRefresh prints what each refresh would do, decided as the refresh
+// decides (run.Explain), from what a database at hand shows, or from what a
+// plan without one assumes, saying so.
 func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db *sql.DB) error {
-	out := cmd.OutOrStdout()
 	for _, req := range reqs {
-		var obs compile.Observation
-		if db != nil {
-			var err error
-			if obs, err = run.Observe(cmd.Context(), db, req.Flow, opts.StatementTimeout); err != nil {
-				return err
-			}
-		}
-		pr := req.Flow.Predicate
-		if req.Mode == run.Override {
-			pr = req.Where
-		}
-		resolved, err := pr.Resolve(predicate.Resolution{Now: timeNow(), Zone: opts.Zone})
+		ex, err := run.Explain(cmd.Context(), db, req, opts)
 		if err != nil {
 			return err
 		}
-		s, err := req.Flow.Statements(resolved, req.Mode == run.Full, obs)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "-- flow %s: window %s\n", req.Flow.Name(), diag.Visible(s.PredicateCEL))
-		if db == nil {
-			fmt.Fprintf(out, "-- %s\n", compile.NoDatabaseAssumption)
-		}
-		for _, m := range obs.Mismatches {
-			fmt.Fprintf(out, "-- %s\n", m)
-		}
-		if len(s.PushedTo) > 0 {
-			fmt.Fprintf(out, "-- predicate pushed to: %v\n", s.PushedTo)
-		}
-		fmt.Fprintf(out, "BEGIN;\n")
-		for _, st := range s.List() {
-			fmt.Fprintf(out, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
-		}
-		fmt.Fprintf(out, "COMMIT;\n\n")
+		view.Explained(cmd.OutOrStdout(), req.Flow.Name(), ex)
 	}
 	return nil
 }

@@ -56,11 +56,7 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 	fmt.Fprintf(w, "rwc plan: %s → %s, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
 	for _, f := range p.Flows {
 		sym := symbol(f)
-		reasons := ""
-		if len(f.Reasons) > 0 {
-			reasons = " (" + strings.Join(compile.Words(f.Reasons), ", ") + ")"
-		}
-		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", string(f.Action)), reasons)
+		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", string(f.Action)), reasonsText(f.Reasons))
 		if len(f.Changes) > 0 {
 			fmt.Fprintf(w, "      changes: %s\n", f.Changes)
 		}

@@ -3,12 +3,10 @@ package view
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -63,10 +61,7 @@ func JobLabel(j *run.BackfillJob) string {
 
 // Result renders one refresh's result on a line.
 func Result(w io.Writer, r run.Result) {
-	reasons := ""
-	if len(r.Reasons) > 0 {
-		reasons = " (" + strings.Join(compile.Words(r.Reasons), ", ") + ")"
-	}
+	reasons := reasonsText(r.Reasons)
 	if r.Err != nil {
 		fmt.Fprintf(w, "%-24s %s%s FAILED: %v\n", r.Flow, r.Action, reasons, r.Err)
 		return

@@ -1,0 +1,48 @@
+package view
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run"
+)
+
+// Explained prints what rwc refresh --explain decided for a flow: the
+// decision in comments, then the statements the refresh would send.
+func Explained(w io.Writer, flow string, ex run.Explained) {
+	d := ex.Decision
+	fmt.Fprintf(w, "-- flow %s: window %s\n", flow, diag.Visible(ex.Window))
+	if ex.Assumed {
+		fmt.Fprintf(w, "-- %s\n", compile.NoDatabaseAssumption)
+	}
+	fmt.Fprintf(w, "-- action: %s%s\n", d.Action, reasonsText(d.Reasons))
+	switch {
+	case d.Unchanged:
+		fmt.Fprintf(w, "-- no source row changed in the window since the last refresh, and the target is as it left it: nothing is written\n")
+	case len(d.Partitions) > 0:
+		fmt.Fprintf(w, "-- partitions whose source rows changed: %s\n", diag.Visible(strings.Join(d.Partitions, ", ")))
+	}
+	for _, m := range ex.Observed.Mismatches {
+		fmt.Fprintf(w, "-- %s\n", m)
+	}
+	if s := ex.Statements; len(s.PushedTo) > 0 {
+		fmt.Fprintf(w, "-- predicate pushed to: %v\n", s.PushedTo)
+	}
+	fmt.Fprintf(w, "BEGIN;\n")
+	for _, st := range ex.Statements.List() {
+		fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
+	}
+	fmt.Fprintf(w, "COMMIT;\n\n")
+}
+
+// reasonsText is the reasons of a decision after its action, in
+// parentheses; nothing when there are none.
+func reasonsText(rs []compile.Reason) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(compile.Words(rs), ", ") + ")"
+}

@@ -1,0 +1,80 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// Explained is what a refresh would do now, decided as the refresh decides
+// (compile.Flow.DecideRefresh, then DecideCapture), from what the database
+// shows: read-only, locking nothing.
+type Explained struct {
+	Decision   compile.Decision
+	Statements compile.Statements // what it writes (see compile.Flow.Writes)
+	Window     string             // its predicate, as CEL
+	Observed   compile.Observation
+	// Assumed: there was no database; the decision is a first refresh's,
+	// the statements the whole window's (see compile.NoDatabaseAssumption).
+	Assumed bool
+}
+
+// Explain decides req as a refresh would, now; db nil: without a database.
+func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explained, error) {
+	f := req.Flow
+	res := predicate.Resolution{Now: time.Now(), Zone: opts.Zone}
+	if opts.Now != nil {
+		res.Now = opts.Now()
+	}
+	pred := f.Predicate
+	if req.Mode == Override {
+		pred = req.Where
+	}
+	resolved, err := pred.Resolve(res)
+	if err != nil {
+		return Explained{}, err
+	}
+	window, err := f.Predicate.Resolve(res)
+	if err != nil {
+		return Explained{}, err
+	}
+	ex := Explained{Assumed: db == nil}
+	in := compile.RefreshInput{Window: window, Override: req.Mode == Override, Full: req.Mode == Full}
+	if db != nil {
+		if err := explainState(ctx, db, f, &in, opts.StatementTimeout); err != nil {
+			return ex, err
+		}
+	}
+	ex.Observed = in.Observed
+	ex.Decision = f.DecideRefresh(in)
+	if !ex.Assumed && ex.Decision.Action == compile.ActionIncremental {
+		found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout)
+		if err != nil {
+			return ex, err
+		}
+		ex.Decision = f.DecideCapture(ex.Decision, window, found)
+	}
+	if ex.Statements, err = f.Writes(ex.Decision, resolved, req.Mode == Full, in.Observed); err != nil {
+		return ex, err
+	}
+	ex.Window = resolved.Root.CEL()
+	return ex, nil
+}
+
+// explainState fills in what the decision observes of the database: the
+// flow's state (none before rwc's first apply) and the observation.
+func explainState(ctx context.Context, db *sql.DB, f *compile.Flow, in *compile.RefreshInput, timeout time.Duration) (err error) {
+	if in.Observed, err = Observe(ctx, db, f, timeout); err != nil {
+		return err
+	}
+	exists, err := StateExists(ctx, db)
+	if err != nil || !exists {
+		return err
+	}
+	st, err := loadFlowState(ctx, db, f.Name())
+	in.State = st.FlowState
+	return err
+}
