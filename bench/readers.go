@@ -25,7 +25,9 @@ type subject struct {
 	extra                     int // columns added so far (x1, x2, …)
 }
 
-// refresh runs `rwc refresh` of the subject's flow with args.
+// refresh runs `rwc refresh` of the subject's flow with args. The spec
+// directory is --specs, not the first argument: the baseline may be an rwc
+// from before refresh took DIR, and both read --specs.
 func (s *subject) refresh(args ...string) error {
 	args = append([]string{"--dsn", s.dsn, "refresh", "--allow-dirty", "--specs", s.dir}, append(args, s.flow)...)
 	if out, err := exec.Command(s.bin, args...).CombinedOutput(); err != nil {

@@ -33,7 +33,7 @@ psql -q -X "$url" -c "INSERT INTO clickstream_events SELECT 10000000 + i, curren
 $rwc apply --allow-dirty
 
 step "a one-off recompute of 18 older days of the clickstream, in batches of 7 days"
-$rwc refresh clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch-size 7 --allow-dirty
+$rwc refresh pipelines clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch 7d --allow-dirty
 
 step "a full refresh of sales_daily is refused (reset_allowed: false)"
 $rwc refresh sales_daily --full --allow-dirty || true

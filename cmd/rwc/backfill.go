@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/spec"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -20,27 +21,40 @@ func newBackfillCmd(g *globals) *cobra.Command {
 		Use:   "backfill",
 		Short: "Backfill files: one-off recomputes committed next to the specs",
 	}
-	var where, reason, specs string
-	var batch int
+	var where, reason, batch string
 	newCmd := &cobra.Command{
-		Use:   "new FLOW --where CEL --reason TEXT",
-		Short: "Write a backfill file under pipelines/backfills/ after checking its predicate",
-		Long: `Write pipelines/backfills/<today>-<flow>.yaml. The predicate is type-checked
+		Use:   "new [DIR] FLOW --where CEL --reason TEXT",
+		Short: "Write a backfill file under DIR/backfills/ after checking its predicate",
+		Long: `Write DIR/backfills/<today>-<flow>.yaml, DIR being the spec directory (default
+./pipelines), as in rwc backfill new specs page_views --where CEL --reason TEXT.
+A single argument is the flow. (--specs DIR, the older spelling, still works;
+given with a different DIR it is refused.) The predicate is type-checked
 against the flow's columns first and must not depend on when it runs. Commit
 the file: the next rwc apply recomputes exactly those rows, once, and records
 it in the ledger.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return fmt.Errorf("--reason is required: say why; it shows in the audit log")
+			}
+			days := 0
+			if cmd.Flags().Changed("batch") {
+				var err error
+				if days, err = spec.ParseBatch(batch); err != nil {
+					return fmt.Errorf("--batch: %v", err)
+				}
+			}
+			specs, names, err := dirAndFlows(cmd, "rwc backfill new", args, 1)
+			if err != nil {
+				return err
 			}
 			p, err := loadClean(cmd, specs)
 			if err != nil {
 				return err
 			}
-			f := p.Flow(args[0])
+			f := p.Flow(names[0])
 			if f == nil {
-				return fmt.Errorf("no flow %q in %s%s", args[0], specs, didYouMean(args[0], p))
+				return noFlow(names[0], specs, "rwc backfill new [DIR] FLOW", p)
 			}
 			pr, ds := compileWhere(where, f)
 			if ds.HasErrors() {
@@ -59,8 +73,8 @@ it in the ledger.`,
 			for _, k := range []string{"backfill", "where", "reason"} {
 				node.Content = append(node.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(doc[k])})
 			}
-			if batch > 0 {
-				node.Content = append(node.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "batch"}, &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.Itoa(batch) + "d"})
+			if days > 0 {
+				node.Content = append(node.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "batch"}, &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.Itoa(days) + "d"})
 			}
 			if err := enc.Encode(node); err != nil {
 				return err
@@ -82,8 +96,8 @@ it in the ledger.`,
 	}
 	newCmd.Flags().StringVar(&where, "where", "", "CEL predicate over the flow's columns: the rows to recompute")
 	newCmd.Flags().StringVar(&reason, "reason", "", "why (required; shown in the audit log)")
-	newCmd.Flags().IntVar(&batch, "batch", 0, "run in batches of this many days along the partition column (0: rwc's default)")
-	newCmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
+	newCmd.Flags().StringVar(&batch, "batch", "", fmt.Sprintf("run in batches of this many days along the partition column (7d, written to the file as batch: 7d, as rwc refresh --batch takes it; default %dd)", run.DefaultBatchDays))
+	addSpecsFlag(newCmd)
 	_ = newCmd.MarkFlagRequired("where")
 	_ = newCmd.MarkFlagRequired("reason")
 	cmd.AddCommand(newCmd)

@@ -60,7 +60,7 @@ func specDir(args []string) string {
 	if len(args) > 0 {
 		return args[0]
 	}
-	return "pipelines"
+	return defaultSpecDir
 }
 
 // loadProject loads and analyses the specs in dir. A directory that does not

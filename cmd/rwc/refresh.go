@@ -17,14 +17,22 @@ import (
 
 func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
-	var where, specs string
+	var where string
 	var full, explain, allowDirty, allowLoss bool
 	var batch string
 	var batchSize int
 	cmd := &cobra.Command{
-		Use:   "refresh FLOW...",
+		Use:   "refresh [DIR] FLOW...",
 		Short: "Refresh flows now; --where for a one-off predicate, --full to empty and recompute",
-		Long: `Refresh the named flows now, each in one transaction.
+		Long: `Refresh the named flows of the specs in DIR (default ./pipelines) now, each in
+one transaction.
+
+The first argument is DIR when it is written as a path (./specs, specs/, .),
+or when flows follow it and it names an existing directory: rwc refresh specs
+page_views. A single argument is a flow. A name that is both a directory here
+and a flow of ./pipelines is refused as ambiguous: write ./NAME for the
+directory. (--specs DIR, the older spelling, still works; given with a
+different DIR it is refused.)
 
 --where CEL recomputes exactly the rows the predicate selects, once, instead of
 the flow's window (a backfill); the flow's own predicate is unchanged.
@@ -69,6 +77,10 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 			if allowLoss && full {
 				return fmt.Errorf("--allow-loss does not go with --full: --full is refused on a reset_allowed: false flow whatever the flags; use --where to recompute a range")
 			}
+			specs, names, err := dirAndFlows(cmd, "rwc refresh", args, 0)
+			if err != nil {
+				return err
+			}
 			if !explain {
 				defer g.dialEarly(cmd.Context())()
 			}
@@ -81,10 +93,10 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 				return err
 			}
 			var reqs []run.Request
-			for _, name := range args {
+			for _, name := range names {
 				f := p.Flow(name)
 				if f == nil {
-					return fmt.Errorf("no flow %q in %s%s", name, specs, didYouMean(name, p))
+					return noFlow(name, specs, "rwc refresh [DIR] FLOW...", p)
 				}
 				req := run.Request{Flow: f, Mode: run.Window, AllowLoss: allowLoss}
 				if full {
@@ -136,7 +148,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 	cmd.Flags().StringVar(&batch, "batch", fmt.Sprintf("%dd", run.DefaultBatchDays), "with --where: recompute in batches of this many days along the partition column (7d, as backfill files write batch: 7d), each its own transaction")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "the number of days of --batch")
 	_ = cmd.Flags().MarkHidden("batch-size") // its old name (cobra's deprecation notice goes to stdout)
-	cmd.Flags().StringVar(&specs, "specs", "pipelines", "directory of the pipeline specs")
+	addSpecsFlag(cmd)
 	rf.add(cmd, g)
 	return cmd
 }

@@ -11,21 +11,19 @@ import (
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
-	var format, specs string
+	var format string
 	cmd := &cobra.Command{
 		Use:   "status [DIR]",
 		Short: "Show the deployed commit and each flow's window, last refresh and reasons, change capture and coverage",
 		Long: `Show the deployed commit and each flow's window, last refresh and reasons,
-change capture and coverage. DIR is the spec directory (default pipelines; the
-older --specs DIR says the same), read for the per-column coverage only:
+change capture and coverage. DIR is the spec directory (default ./pipelines; the
+older spelling --specs DIR still works), read for the per-column coverage only:
 status works without it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if cmd.Flags().Changed("specs") && specs != args[0] {
-					return fmt.Errorf("the spec directory is given twice, as %s and --specs %s: give it once", args[0], specs)
-				}
-				specs = args[0]
+			specs, err := oneSpecDir(cmd, specDir(args), len(args) == 1)
+			if err != nil {
+				return err
 			}
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
@@ -61,7 +59,7 @@ status works without it.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().StringVar(&specs, "specs", "pipelines", "the spec directory, as DIR gives it (for per-column coverage)")
+	addSpecsFlag(cmd)
 	addReadLockTimeout(cmd, g)
 	return cmd
 }

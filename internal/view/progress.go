@@ -47,7 +47,7 @@ func (b *BatchReporter) Report(p run.BatchProgress) {
 	}
 }
 
-// WhereJob is the job name of rwc refresh --where --batch-size, which has no
+// WhereJob is the job name of rwc refresh --where --batch, which has no
 // backfill file.
 const WhereJob = "--where"
 
