@@ -1,0 +1,266 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run/session"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// refreshLocked is one refresh under the flow's lock, on its connection,
+// in one transaction: it observes, decides (compile), writes what was
+// decided, and stores what the next refresh compares with. It returns a
+// *columnsFirst, having changed nothing, when the target's columns must
+// change first.
+func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request, res *Result, resolved *predicate.Predicate) error {
+	rt := &refreshTx{r: r, f: req.Flow, req: req, res: res, resolved: resolved, c: &capture{}, counts: map[string]int64{}}
+	// A refresh that fingerprints probes the target, and sometimes its
+	// sources, on connections of their own.
+	var spare *spareConns
+	if rt.f.Incremental() && req.Mode != Override {
+		spare = r.spares(ctx)
+		defer spare.release()
+	}
+	var err error
+	if rt.tx, err = r.begin(ctx, conn); err != nil {
+		return err
+	}
+	defer rt.tx.Rollback()
+	if err := rt.observe(ctx); err != nil {
+		return err
+	}
+	if err := rt.prepare(ctx); err != nil {
+		return err
+	}
+	defer func() { rt.c.stop() }() // the capture's probes, once it started them
+	if err := rt.capture(ctx, spare); err != nil {
+		return err
+	}
+	if err := rt.write(ctx); err != nil {
+		return err
+	}
+	churn, err := rt.store(ctx)
+	if err != nil {
+		return err
+	}
+	if err := rt.tx.Commit(); err != nil {
+		return err
+	}
+	r.vacuum(ctx, conn, rt.f, res, churn)
+	return nil
+}
+
+// refreshTx is one refresh in its transaction: what its steps share.
+type refreshTx struct {
+	r   *Runner
+	f   *compile.Flow
+	req Request
+	res *Result
+	tx  *sql.Tx
+	// resolved is the predicate the refresh writes by (the window, or the
+	// override's); window the flow's own, which fingerprints describe.
+	resolved, window *predicate.Predicate
+	obs              compile.Observation
+	oid              uint32 // the target's, 0 when there is none
+	st               flowState
+	pre, dec         compile.Decision // before the capture, and as it stands
+	stmts            compile.Statements
+	c                *capture
+	counts           map[string]int64 // rows inserted per partition, by an incremental write
+	// An override's baseline (see overrideBaseline): whether the target's
+	// fingerprints are stored, over which window, and the partitions DML
+	// changed before it.
+	storeTarget bool
+	fpWindow    *predicate.Predicate
+	dirtyBefore []string
+}
+
+// begin starts the refresh's transaction: one snapshot for the whole
+// refresh, taken after the lock, so that the fingerprints that decide what
+// to recompute and the rows recomputed are the same data.
+func (r *Runner) begin(ctx context.Context, conn *sql.Conn) (*sql.Tx, error) {
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, err
+	}
+	// DateStyle ISO: partition values are read back as text and must parse.
+	// The parser's settings: a statement of an earlier refresh on this
+	// session may have changed them, and rwc's own SQL is read with them too.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}
+
+// observe reads what the decision depends on: the query's output types
+// against the target's, the flow's state and its guard.
+func (rt *refreshTx) observe(ctx context.Context) error {
+	f, req := rt.f, rt.req
+	var err error
+	if rt.obs, rt.oid, err = observe(ctx, rt.tx, f); err != nil {
+		return queryError(f, err)
+	}
+	for _, m := range rt.obs.Mismatches {
+		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), m)
+	}
+	if rt.st, err = loadFlowState(ctx, rt.tx, f.Name()); err != nil {
+		return err
+	}
+	// The guard: the spec's, or the deployed definition's (read under the
+	// flow's lock, in the refresh's snapshot). A window refresh deletes only
+	// what its window mirrors, unless the window grew onto history.
+	if req.Mode != Window || f.Widens(rt.st.FlowState, rt.resolved) {
+		guards, err := protectedFlows(ctx, rt.tx, &rt.r.guards)
+		if err != nil {
+			return err
+		}
+		guards.apply(&rt.st.FlowState, f.Name())
+	}
+	// The flow's own window, resolved now: fingerprints always describe it.
+	rt.window = rt.resolved
+	if req.Mode == Override {
+		rt.window, err = f.Predicate.Resolve(predicate.Resolution{Now: rt.r.opts.Now(), Zone: rt.r.opts.Zone})
+	}
+	return err
+}
+
+// prepare decides what the refresh does before it writes, refuses what it
+// must refuse, and makes the target ready: created, or its columns changed
+// first (columnsFirst).
+func (rt *refreshTx) prepare(ctx context.Context) error {
+	f, req, res := rt.f, rt.req, rt.res
+	var err error
+	if rt.stmts, err = f.Statements(rt.resolved, req.Mode == Full, rt.obs); err != nil {
+		return err
+	}
+	res.PredicateCEL, res.PredicateSQL = rt.stmts.PredicateCEL, rt.stmts.PredicateSQL
+	if req.Mode == Full && f.Protected(rt.st.FlowState) {
+		return fullRefusal(f, rt.st.FlowState)
+	}
+	rt.dec = f.DecideRefresh(compile.RefreshInput{State: rt.st.FlowState, Window: rt.window,
+		Override: req.Mode == Override, Full: req.Mode == Full, Observed: rt.obs})
+	if rt.dec.NotIncremental != "" {
+		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
+	}
+	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
+	if err := adoptable(f, rt.st, rt.oid); err != nil {
+		return err
+	}
+	// Before anything is written or altered (column changes commit on
+	// their own), and before the capture probes anything.
+	if res.RowsLost, err = rt.r.guardLoss(ctx, rt.tx, req, rt.st.FlowState, rt.stmts, rt.resolved, rt.obs); err != nil {
+		return err
+	}
+	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid); err != nil {
+		return err
+	}
+	for _, c := range f.Table.Columns {
+		res.Columns = append(res.Columns, c.Name)
+	}
+	return nil
+}
+
+// capture probes what changed, when the refresh fingerprints, and decides
+// what it writes from that (compile.Flow.DecideCapture).
+func (rt *refreshTx) capture(ctx context.Context, spare *spareConns) error {
+	f, req := rt.f, rt.req
+	var err error
+	if rt.dec.Capture {
+		if rt.c, err = rt.r.startCapture(ctx, rt.tx, f, req, rt.dec, rt.st, rt.window, spare); err != nil {
+			rt.c = &capture{}
+			return err
+		}
+	}
+	// Every probe that runs aside has its connection by now: one not taken
+	// goes back to the pool rather than idle through the write.
+	spare.release()
+	// An override's writes are rwc's, so afterwards the target's fingerprint
+	// is stored again, lest the next refresh take them for external DML;
+	// partitions that DML changed since the last refresh, and that the
+	// override did not recompute, stay marked as changed, so that the DML
+	// still shows then (wherever it is in the window then). Both over the
+	// window the state records (the last refresh's), which is what the next
+	// refresh compares within: the spec's window now may be narrower
+	// (changed since, or moved on).
+	rt.storeTarget, rt.fpWindow = true, rt.window
+	if rt.dec.Capture && req.Mode == Override {
+		if rt.storeTarget, rt.fpWindow, rt.dirtyBefore, err = overrideBaseline(ctx, rt.tx, f, rt.st.FlowState); err != nil {
+			return err
+		}
+	}
+	rt.pre = rt.dec
+	if rt.dec, err = rt.c.decide(rt.pre); err != nil {
+		return err
+	}
+	if rt.stmts, err = f.Writes(rt.dec, rt.resolved, req.Mode == Full, rt.obs); err != nil {
+		return err
+	}
+	rt.res.Action, rt.res.Reasons, rt.res.Partitions = rt.dec.Action, rt.dec.Reasons, rt.dec.Partitions
+	return nil
+}
+
+// write runs what was decided, and decides again when the target's probe
+// answers after the write (compile.Await).
+func (rt *refreshTx) write(ctx context.Context) error {
+	f, res := rt.f, rt.res
+	if rt.req.Mode == Full {
+		// What it loses for good, in its snapshot; its DELETE (of every
+		// row, never a TRUNCATE: see compile.Statements) counts the rest.
+		if err := rt.tx.QueryRowContext(ctx, rt.stmts.CountOutside).Scan(&res.RowsOutside); err != nil {
+			return err
+		}
+		fmt.Fprintf(rt.r.opts.Log, "%s: full refresh deletes %d rows outside the window for good\n", f.Name(), res.RowsOutside)
+	}
+	// The write locks the target: the target's probe must hold its own lock
+	// on it first (see aside).
+	rt.c.target.waitLocks()
+	var err error
+	if res.RowsDeleted, res.RowsInserted, err = write(ctx, rt.tx, f, rt.stmts, res.RowsDeleted, rt.counts); err != nil {
+		return err
+	}
+	if rt.dec.Await != compile.AwaitNothing {
+		rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, rt.resolved, rt.obs, res)
+	}
+	return err
+}
+
+// store records the refresh for the next one: the fingerprints, the flow's
+// definition and window, the dead rows it left, the event, and what the
+// caller records with it (a backfill's ledger).
+func (rt *refreshTx) store(ctx context.Context) (churn, error) {
+	f, req, res := rt.f, rt.req, rt.res
+	windowRows := res.RowsInserted
+	if rt.dec.Capture && rt.storeTarget {
+		var err error
+		if windowRows, err = storeCapture(ctx, rt.tx, rt.c, rt.dec, req.Mode == Override, rt.fpWindow, rt.resolved, rt.dirtyBefore, res.RowsInserted, rt.counts); err != nil {
+			return churn{}, err
+		}
+	}
+	if req.Mode != Override {
+		// An override does not change the flow: its window, and the window
+		// the next refresh compares with, stay the flow's own.
+		if _, err := rt.tx.ExecContext(ctx, `UPDATE rwc.flows SET columns = $2, query_fingerprint = $3, predicate_cel = $4,
+			predicate_sql = $5, env_version = $6, determinism = $7, last_refresh_at = $8 WHERE flow = $1`,
+			f.Name(), f.ColumnsJSON(), f.Fingerprint(), rt.window.Root.CEL(), res.PredicateSQL, rt.resolved.Version,
+			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
+			return churn{}, err
+		}
+	}
+	c, err := trackChurn(ctx, rt.tx, f, res, windowRows)
+	if err != nil {
+		return churn{}, err
+	}
+	if err := insertEvent(ctx, rt.tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
+		return churn{}, err
+	}
+	if req.Record != nil {
+		err = req.Record(ctx, rt.tx, res)
+	}
+	return c, err
+}
