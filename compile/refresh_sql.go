@@ -15,13 +15,13 @@ import (
 // Statements is the SQL of one refresh, in the order it runs. It is what a
 // plan shows and exactly what the runner executes.
 type Statements struct {
-	Target       string   // quoted schema.table
-	PredicateSQL string   // the window, resolved
-	PredicateCEL string   // the window as resolved CEL, for the state
-	CreateSchema string   // CREATE SCHEMA IF NOT EXISTS
-	CreateTable  string   // the target, from columns:
-	Delete       string   // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
-	Insert       string   // INSERT BY NAME, predicate pushed down
+	Target       string // quoted schema.table
+	PredicateSQL string // the window, resolved
+	PredicateCEL string // the window as resolved CEL, for the state
+	CreateSchema string // CREATE SCHEMA IF NOT EXISTS
+	CreateTable  string // the target, from columns:
+	Delete       string // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
+	Insert       string // INSERT BY NAME, predicate pushed down
 	// PerPartition: Insert returns, for each partition value (as text), the
 	// rows it inserted there (an incremental write; see Flow.Writes).
 	PerPartition bool
