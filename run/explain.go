@@ -20,6 +20,9 @@ type Explained struct {
 	// Assumed: there was no database; the decision is a first refresh's,
 	// the statements the whole window's (see compile.NoDatabaseAssumption).
 	Assumed bool
+	// Notes: what could not be observed, and what was assumed instead, as
+	// rwc plan notes it.
+	Notes []string
 }
 
 // Explain decides req as a refresh would, now; db nil: without a database.
@@ -44,18 +47,18 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	ex := Explained{Assumed: db == nil}
 	in := compile.RefreshInput{Window: window, Override: req.Mode == Override, Full: req.Mode == Full}
 	if db != nil {
-		if err := explainState(ctx, db, f, &in, opts.StatementTimeout); err != nil {
+		if err := ex.observe(ctx, db, f, &in, opts.StatementTimeout); err != nil {
 			return ex, err
 		}
 	}
 	ex.Observed = in.Observed
 	ex.Decision = f.DecideRefresh(in)
 	if !ex.Assumed && ex.Decision.Action == compile.ActionIncremental {
-		found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout)
-		if err != nil {
-			return ex, err
+		if found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout); err != nil {
+			ex.Notes = append(ex.Notes, "could not compare the fingerprints ("+err.Error()+"): the statements are the whole window's, which the refresh narrows to the partitions whose source rows changed")
+		} else {
+			ex.Decision = f.DecideCapture(ex.Decision, window, found)
 		}
-		ex.Decision = f.DecideCapture(ex.Decision, window, found)
 	}
 	if ex.Statements, err = f.Writes(ex.Decision, resolved, req.Mode == Full, in.Observed); err != nil {
 		return ex, err
@@ -64,11 +67,18 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	return ex, nil
 }
 
-// explainState fills in what the decision observes of the database: the
-// flow's state (none before rwc's first apply) and the observation.
-func explainState(ctx context.Context, db *sql.DB, f *compile.Flow, in *compile.RefreshInput, timeout time.Duration) (err error) {
+// observe fills in what the decision observes of the database: the flow's
+// state (none before rwc's first apply) and the observation, which, when
+// the query cannot be described yet (it reads a target no apply has made
+// yet, say), is assumed as rwc plan assumes it.
+func (ex *Explained) observe(ctx context.Context, db *sql.DB, f *compile.Flow, in *compile.RefreshInput, timeout time.Duration) error {
+	var err error
 	if in.Observed, err = Observe(ctx, db, f, timeout); err != nil {
-		return err
+		if isLockTimeout(err) {
+			return err
+		}
+		in.Observed = compile.Observation{}
+		ex.Notes = append(ex.Notes, "could not check the query's output types against the target's ("+err.Error()+"): explained as if they agree")
 	}
 	exists, err := StateExists(ctx, db)
 	if err != nil || !exists {

@@ -170,3 +170,87 @@ func sentOne(sent []string, stmt string) bool {
 	}
 	return false
 }
+
+// The same contract for every flow of the example pipelines (with their
+// sample data) and of the lint corpus's valid cases that have sources
+// (sources.sql beside the specs): a first apply, then, after the sources
+// changed (changes, for the examples) or did not, a second one, each
+// planned, explained and applied through the proxy.
+func TestPlanIsWhatApplySendsCorpus(t *testing.T) {
+	t.Parallel()
+	rwcBinary(t)
+	examples, _ := filepath.Glob("../pipelines/*.yaml")
+	cases := map[string][]string{"example pipelines": examples}
+	sources := map[string]string{"example pipelines": "../pipelines/sample-data.sql"}
+	changes := map[string]string{"example pipelines": `UPDATE orders_fct SET qty = qty + 1 WHERE date = current_date - 1;
+		UPDATE sales_raw SET amount = amount + 1 WHERE date IN (current_date, current_date - 2);
+		UPDATE store_dim SET city = 'Porto' WHERE store_id = 3;
+		DELETE FROM clickstream_events WHERE event_date = current_date AND event_id % 10 = 0`}
+	lint, _ := filepath.Glob("../compile/testdata/lint/*/sources.sql")
+	for _, src := range lint {
+		name := filepath.Base(filepath.Dir(src))
+		cases[name], _ = filepath.Glob(filepath.Join(filepath.Dir(src), "*.yaml"))
+		sources[name] = src
+	}
+	if len(examples) == 0 || len(lint) == 0 {
+		t.Fatalf("no cases: %d example pipelines, %d lint cases with sources", len(examples), len(lint))
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.exec(readText(t, sources[name]))
+			specs := map[string]string{}
+			for _, f := range files {
+				specs[filepath.Base(f)] = readText(t, f)
+			}
+			dir := writeSpecs(t, specs)
+			planExplainApply(t, e, dir)
+			if changes[name] != "" {
+				e.exec(changes[name])
+			}
+			planExplainApply(t, e, dir)
+		})
+	}
+}
+
+func readText(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// planExplainApply plans dir, explains each flow, applies the saved plan
+// through the proxy, and checks that every statement the plan shows was
+// sent, and that --explain printed each DELETE and INSERT.
+func planExplainApply(t *testing.T, e *env, dir string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 0 && code != 2 {
+		t.Fatalf("rwc plan: exit %d:\n%s", code, out)
+	}
+	var plan compile.Plan
+	if err := json.Unmarshal([]byte(readText(t, file)), &plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, fp := range plan.Flows {
+		_, explained := runRWC(t, e.dsn, "refresh", dir, fp.Flow, "--explain")
+		for _, stmt := range fp.SQL {
+			if (strings.HasPrefix(stmt, "DELETE") || strings.HasPrefix(stmt, "INSERT") || strings.HasPrefix(stmt, "WITH")) && !strings.Contains(explained, stmt+";\n") {
+				t.Errorf("%s: rwc refresh --explain does not print the plan's\n%s\nit printed:\n%s", fp.Flow, stmt, explained)
+			}
+		}
+	}
+	sent := appliedThroughProxy(t, e, file, "")
+	for _, fp := range plan.Flows {
+		t.Logf("%s: %s %v, partitions %v", fp.Flow, fp.Action, fp.Reasons, fp.Partitions)
+		for _, stmt := range fp.SQL {
+			if !sentOne(sent, stmt) {
+				t.Errorf("%s: the plan shows a statement rwc apply did not send:\n%s", fp.Flow, stmt)
+			}
+		}
+	}
+}

@@ -25,6 +25,9 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 	case len(d.Partitions) > 0:
 		fmt.Fprintf(w, "-- partitions whose source rows changed: %s\n", diag.Visible(strings.Join(d.Partitions, ", ")))
 	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(w, "-- %s\n", diag.Visible(n))
+	}
 	for _, m := range ex.Observed.Mismatches {
 		fmt.Fprintf(w, "-- %s\n", m)
 	}
