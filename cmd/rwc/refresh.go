@@ -50,7 +50,9 @@ it newly covers is history, and the rows there its query no longer yields are
 counted the same way. A guard counts as the spec has it
 and as it was deployed: the stricter wins, so an edit not yet deployed cannot
 relax it.
---explain prints the SQL a refresh would run and changes nothing.
+--explain prints what the refresh would do, decided as it decides: its action
+and reasons, the partitions an incremental refresh recomputes, and the exact
+SQL; it reads the database (the fingerprints too) and changes nothing.
 
 Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
 with uncommitted changes, or outside a git repository, are refused unless
