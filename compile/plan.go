@@ -64,8 +64,10 @@ type FlowPlan struct {
 	// database at hand, the rows its refresh would delete there that its
 	// query no longer yields, counted now (Flow.WindowLoss); rwc apply counts
 	// again and refuses when there are any, unless --allow-loss.
-	RowsLost *int64   `json:"rows_lost,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	RowsLost *int64 `json:"rows_lost,omitempty"`
+	// Indexes: what becomes of the target's indexes (planIndexes).
+	Indexes []IndexChange `json:"indexes,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
 }
 
 // BackfillPlan is a backfill file and where it stands.
@@ -332,7 +334,8 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
 	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
-	if dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing) {
+	creating := dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing)
+	if creating {
 		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
 	}
 	for _, c := range dec.Columns {
@@ -345,6 +348,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if len(dec.Columns) > 0 {
 		fp.Notes = append(fp.Notes, "the ALTER TABLE statements commit on their own, before the refresh, so that readers of the target never wait for its recompute; should the refresh then fail, they stay, and the next refresh recomputes the window")
 	}
+	fp.planIndexes(f, old, obs, creating)
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
 		if fp.Changes.Has(ChangeColumnAdded) {

@@ -282,6 +282,7 @@ func TestPlanSchemaDescribesEveryField(t *testing.T) {
 		{reflect.TypeFor[compile.PlanSummary](), props(top["summary"])},
 		{reflect.TypeFor[compile.Basis](), props(top["basis"])},
 		{reflect.TypeFor[diag.Diagnostic](), props(defs["diagnostic"])},
+		{reflect.TypeFor[compile.IndexChange](), props(defs["index_change"])},
 	} {
 		var missing []string
 		for _, name := range jsonFields(c.typ) {

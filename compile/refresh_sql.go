@@ -15,15 +15,18 @@ import (
 // Statements is the SQL of one refresh, in the order it runs. It is what a
 // plan shows and exactly what the runner executes.
 type Statements struct {
-	Target       string   // quoted schema.table
-	PredicateSQL string   // the window, resolved
-	PredicateCEL string   // the window as resolved CEL, for the state
-	CreateSchema string   // CREATE SCHEMA IF NOT EXISTS
-	CreateTable  string   // the target, from columns:
-	Delete       string   // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
-	Insert       string   // INSERT BY NAME, predicate pushed down
-	CountOutside string   // rows a full refresh loses: outside the window
-	PushedTo     []string // sources the predicate was pushed to
+	Target       string // quoted schema.table
+	PredicateSQL string // the window, resolved
+	PredicateCEL string // the window as resolved CEL, for the state
+	CreateSchema string // CREATE SCHEMA IF NOT EXISTS
+	CreateTable  string // the target, from columns:
+	// CreateIndexes build the target's indexes (Flow.Indexes) in the
+	// transaction that creates it.
+	CreateIndexes []string
+	Delete        string   // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
+	Insert        string   // INSERT BY NAME, predicate pushed down
+	CountOutside  string   // rows a full refresh loses: outside the window
+	PushedTo      []string // sources the predicate was pushed to
 	// CountLost counts the rows the DELETE removes that the INSERT does not
 	// give back ("" for a full refresh): for each value of the partition
 	// column (the whole table when the flow has none), how many more rows
@@ -71,6 +74,11 @@ type Observation struct {
 	// TargetMissing: the target does not exist; a refresh of the window
 	// creates it, whatever the state says.
 	TargetMissing bool `json:",omitempty"`
+	// Indexes are the target's indexes as the catalog lists them, when
+	// they were read (IndexesRead: a plan with a database reads them; a
+	// refresh compares them before its transaction, see Flow.IndexChanges).
+	Indexes     []CatalogIndex `json:",omitempty"`
+	IndexesRead bool           `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the
@@ -101,12 +109,13 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		defs[i] = cols[i] + " " + c.Type.Canonical
 	}
 	s := Statements{
-		Target:       f.Target(),
-		PredicateSQL: where,
-		PredicateCEL: p.Root.CEL(),
-		CreateSchema: "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
-		CreateTable:  fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
-		CountOutside: fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
+		Target:        f.Target(),
+		PredicateSQL:  where,
+		PredicateCEL:  p.Root.CEL(),
+		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
+		CreateTable:   fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
+		CreateIndexes: f.CreateIndexes(),
+		CountOutside:  fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}
 	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed
