@@ -224,6 +224,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	defer unlock()
+	if err := r.syncIndexes(ctx, conn, f); err != nil {
+		return err
+	}
 	start := *res
 	err = r.refreshLocked(ctx, conn, req, res, resolved)
 	var first *columnsFirst
@@ -238,6 +241,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	*res = start
+	if err := r.syncIndexes(ctx, conn, f); err != nil {
+		return &afterColumns{err: err, changes: changes}
+	}
 	if err := r.refreshLocked(ctx, conn, req, res, resolved); err != nil {
 		return &afterColumns{err: err, changes: changes}
 	}
@@ -564,8 +570,10 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
-		return err
+	for _, stmt := range append([]string{s.CreateTable}, s.CreateIndexes...) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
 		VALUES ($1, $2, $3, $4, to_regclass($5)::oid, $6, '')
