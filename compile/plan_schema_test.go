@@ -158,10 +158,13 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		if f.EstimatedRows != nil {
 			seen["estimated_rows"] = true
 		}
+		if len(f.Indexes) > 0 {
+			seen["indexes"] = true
+		}
 	}
 	for _, want := range []string{"new", "removed", "query_changed", "properties_changed", "predicate_widened", "column_added",
 		"column_dropped", "column_retyped", "window_change", "destructive", "estimated_rows", "backfill changed",
-		"backfill range and estimate", "diagnostic RW501"} {
+		"backfill range and estimate", "diagnostic RW501", "index_added", "indexes"} {
 		if !seen[want] {
 			t.Errorf("the changed plan has no %s: the variant no longer exercises it", want)
 		}
@@ -190,8 +193,9 @@ func baseVariant(t *testing.T) fstest.MapFS {
 	}
 	// clickstream had bounce_rate instead of sessions (column_added,
 	// column_dropped, query_changed).
-	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(read("clickstream.yaml"),
-		"      sessions: bigint\n", "      bounce_rate: double precision\n"),
+	// It had no index either (index_added: the default now).
+	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(edit(read("clickstream.yaml"),
+		"      sessions: bigint\n", "      bounce_rate: double precision\n"), "    query: |", "    indexes: []\n    query: |"),
 		"count(DISTINCT session_id) AS sessions", "avg(bounced::int)::float8 AS bounce_rate"))}
 	// orders had a narrower window (predicate widened since).
 	m["orders.yaml"] = &fstest.MapFile{Data: []byte(edit(read("orders.yaml"), "-7)", "-3)"))}

@@ -117,8 +117,14 @@ func (r *Runner) indexFailed(ctx context.Context, f *compile.Flow, c compile.Ind
 	}
 	msg := fmt.Sprintf("%s failed: %s", what, serverWords(err))
 	if errors.As(err, &pe) && pe.Code == "23505" {
-		msg += fmt.Sprintf(": the target's rows already break the key (%s), rows outside the window among them; fix those rows (or the key, %s)",
-			diag.Visible(strings.TrimSuffix(pe.Detail, ".")), f.Table.Pos)
+		pos := f.Table.Pos
+		for _, ix := range f.Indexes() {
+			if ix.Name == c.Name {
+				pos = ix.Pos
+			}
+		}
+		msg += fmt.Sprintf(": the target's rows already break the key (%s): a unique key holds for every row of the target, outside the window too; remove the duplicates, or change the key (%s)",
+			diag.Visible(strings.TrimSuffix(pe.Detail, ".")), pos)
 	}
 	return &IndexError{msg: msg + "; " + after, err: err}
 }
