@@ -285,3 +285,37 @@ func TestMethodSupportsMatchesServer(t *testing.T) {
 		}
 	}
 }
+
+// A primary key added to a target that exists is built concurrently and
+// attached; changed, the new key replaces the old in one statement;
+// removed, its columns take NULLs again, as rwc creates every column.
+func TestPrimaryKeyOnExistingTarget(t *testing.T) {
+	e := newDailyEnv(t)
+	refresh(t, e.runner(now0), reqWindow(flow(t, indexSpec("    indexes: []\n"), "t")))
+	notNull := func() string {
+		return e.value(`SELECT coalesce(string_agg(attname, ',' ORDER BY attname), '') FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0 AND attnotnull`)
+	}
+	pk := func() string {
+		return e.value(`SELECT coalesce(max(conname), '') FROM pg_constraint WHERE conrelid = 't'::regclass AND contype = 'p'`)
+	}
+	f := flow(t, indexSpec("    indexes: []\n    primary_key: [d, k]\n"), "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	if pk() != f.Indexes()[0].Name || notNull() != "d,k" {
+		t.Fatalf("after adding the key: primary key %q, NOT NULL %q", pk(), notNull())
+	}
+	f = flow(t, indexSpec("    indexes: []\n    primary_key: [d, k, v]\n"), "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	if pk() != f.Indexes()[0].Name || notNull() != "d,k,v" {
+		t.Fatalf("after changing the key: primary key %q, NOT NULL %q", pk(), notNull())
+	}
+	f = flow(t, indexSpec("    indexes: []\n"), "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	if pk() != "" || notNull() != "" || len(e.indexesOf("t")) != 0 {
+		t.Fatalf("after removing the key: primary key %q, NOT NULL %q, indexes %v", pk(), notNull(), e.indexesOf("t"))
+	}
+	// A target created before rwc made indexes gets the default one.
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	if got := e.indexesOf("t"); len(got) != 1 || !strings.HasSuffix(got[0], " btree false false true d") {
+		t.Errorf("indexes %v, want the default on d", got)
+	}
+}

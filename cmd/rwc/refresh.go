@@ -241,6 +241,13 @@ func explainRefresh(cmd *cobra.Command, reqs []run.Request, opts run.Options, db
 		if len(s.PushedTo) > 0 {
 			fmt.Fprintf(out, "-- predicate pushed to: %v\n", s.PushedTo)
 		}
+		if obs.IndexesRead {
+			for _, c := range req.Flow.IndexChanges(obs.Indexes) {
+				for _, st := range c.SQL {
+					fmt.Fprintf(out, "-- %s, before the refresh, outside its transaction:\n%s;\n", diag.Visible(c.String()), diag.VisibleLines(st))
+				}
+			}
+		}
 		fmt.Fprintf(out, "BEGIN;\n")
 		for _, st := range s.List() {
 			fmt.Fprintf(out, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
