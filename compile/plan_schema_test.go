@@ -236,7 +236,8 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"backfills":[{"file":"pipelines/backfills/b.yaml","flow":"f","where":"d >= date('2026-01-01')","reason":"r","status":"pending"}],
 		"summary":{"flows":1,"definition_changes":1,"pending_backfills":1,"destructive":false},
 		"basis":{"deployment":0,"specs":"x","spec_files":null,"last_refresh":null},
-		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[]}]}`
+		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[],
+			"indexes":[{"kind":"added","name":"t_d_rwc_0123abcd","columns":["d"],"default":true,"sql":["CREATE INDEX ..."]}]}]}`
 	validatePlanJSON(t, sch, "the minimal plan", []byte(good))
 	for name, bad := range map[string][2]string{
 		"unknown action":   {`"action":"create"`, `"action":"recreate"`},
@@ -248,6 +249,8 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"unknown source":   {`"source":"none"`, `"source":"s3"`},
 		"no flows":         {`"flows":[`, `"flaws":[`},
 		"backfill status":  {`"status":"pending"`, `"status":"queued"`},
+		"index kind":       {`"kind":"added"`, `"kind":"grown"`},
+		"index change":     {`"changes":["new"]`, `"changes":["index_added:T D"]`},
 	} {
 		if !strings.Contains(good, bad[0]) {
 			t.Fatalf("%s: %q not in the minimal plan", name, bad[0])
