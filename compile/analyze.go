@@ -25,7 +25,9 @@ type Flow struct {
 	// partition_by, else the single column the predicate ranges over.
 	PartitionBy string
 	// DependsOn are the flows whose targets this flow's query reads.
-	DependsOn       []*Flow
+	DependsOn []*Flow
+	// indexes: see Indexes.
+	indexes         []Index
 	fingerprintOnce sync.Once
 	fingerprint     string
 }
@@ -177,6 +179,7 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 				len(f.Predicate.Columns), joinNames(f.Predicate.Columns))
 		}
 	}
+	ds = append(ds, f.analyzeIndexes()...)
 	if strings.TrimSpace(t.Query.Value) != "" {
 		a, err := query.Analyze(t.Query.Value)
 		if err != nil {

@@ -23,18 +23,23 @@ const (
 	ChangeColumnAdded
 	ChangeColumnDropped
 	ChangeColumnRetyped
+	// The index kinds name the index (Change.Column): rwc builds and drops
+	// indexes without touching a row, so none is destructive.
+	ChangeIndexAdded
+	ChangeIndexDropped
+	ChangeIndexChanged
 )
 
 // changeWords are the plan's words for each kind, its JSON included; a
 // column change adds ":" and the column.
 var changeWords = [...]string{"new", "removed", "query_changed", "properties_changed",
 	"predicate_widened", "predicate_narrowed", "predicate_rewritten", "predicate_not_comparable",
-	"column_added", "column_dropped", "column_retyped"}
+	"column_added", "column_dropped", "column_retyped", "index_added", "index_dropped", "index_changed"}
 
 // Change is one change to a flow's definition.
 type Change struct {
 	Kind   ChangeKind
-	Column string // for the column kinds
+	Column string // for the column kinds: the column; for the index kinds: the index
 }
 
 func (c Change) String() string {

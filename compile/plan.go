@@ -68,7 +68,9 @@ type FlowPlan struct {
 	// Partitions: for an incremental refresh planned with a database, the
 	// partition values whose source rows changed, which it recomputes.
 	Partitions []string `json:"partitions,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+	// Indexes: what becomes of the target's indexes (planIndexes).
+	Indexes []IndexChange `json:"indexes,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
 }
 
 // BackfillPlan is a backfill file and where it stands.
@@ -337,7 +339,8 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	}
 	dec := in.decide(f, RefreshInput{State: assumed, Window: window, Observed: obs}, &fp)
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
-	if dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing) {
+	creating := dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing)
+	if creating {
 		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
 	}
 	for _, c := range dec.Columns {
@@ -350,6 +353,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if len(dec.Columns) > 0 {
 		fp.Notes = append(fp.Notes, "the ALTER TABLE statements commit on their own, before the refresh, so that readers of the target never wait for its recompute; should the refresh then fail, they stay, and the next refresh recomputes the window")
 	}
+	fp.planIndexes(f, old, obs, creating)
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
 		if fp.Changes.Has(ChangeColumnAdded) {

@@ -158,10 +158,13 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		if f.EstimatedRows != nil {
 			seen["estimated_rows"] = true
 		}
+		if len(f.Indexes) > 0 {
+			seen["indexes"] = true
+		}
 	}
 	for _, want := range []string{"new", "removed", "query_changed", "properties_changed", "predicate_widened", "column_added",
 		"column_dropped", "column_retyped", "window_change", "destructive", "estimated_rows", "backfill changed",
-		"backfill range and estimate", "diagnostic RW501"} {
+		"backfill range and estimate", "diagnostic RW501", "index_added", "indexes"} {
 		if !seen[want] {
 			t.Errorf("the changed plan has no %s: the variant no longer exercises it", want)
 		}
@@ -190,8 +193,9 @@ func baseVariant(t *testing.T) fstest.MapFS {
 	}
 	// clickstream had bounce_rate instead of sessions (column_added,
 	// column_dropped, query_changed).
-	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(read("clickstream.yaml"),
-		"      sessions: bigint\n", "      bounce_rate: double precision\n"),
+	// It had no index either (index_added: the default now).
+	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(edit(read("clickstream.yaml"),
+		"      sessions: bigint\n", "      bounce_rate: double precision\n"), "    query: |", "    indexes: []\n    query: |"),
 		"count(DISTINCT session_id) AS sessions", "avg(bounced::int)::float8 AS bounce_rate"))}
 	// orders had a narrower window (predicate widened since).
 	m["orders.yaml"] = &fstest.MapFile{Data: []byte(edit(read("orders.yaml"), "-7)", "-3)"))}
@@ -232,7 +236,8 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"backfills":[{"file":"pipelines/backfills/b.yaml","flow":"f","where":"d >= date('2026-01-01')","reason":"r","status":"pending"}],
 		"summary":{"flows":1,"definition_changes":1,"pending_backfills":1,"destructive":false},
 		"basis":{"deployment":0,"specs":"x","spec_files":null,"last_refresh":null},
-		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[]}]}`
+		"flows":[{"flow":"f","pipeline":"p","target":"t","action":"create","reasons":["FIRST_REFRESH"],"changes":["new"],"sql":[],
+			"indexes":[{"kind":"added","name":"t_d_rwc_0123abcd","columns":["d"],"default":true,"sql":["CREATE INDEX ..."]}]}]}`
 	validatePlanJSON(t, sch, "the minimal plan", []byte(good))
 	for name, bad := range map[string][2]string{
 		"unknown action":   {`"action":"create"`, `"action":"recreate"`},
@@ -244,6 +249,8 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"unknown source":   {`"source":"none"`, `"source":"s3"`},
 		"no flows":         {`"flows":[`, `"flaws":[`},
 		"backfill status":  {`"status":"pending"`, `"status":"queued"`},
+		"index kind":       {`"kind":"added"`, `"kind":"grown"`},
+		"index change":     {`"changes":["new"]`, `"changes":["index_added:T D"]`},
 	} {
 		if !strings.Contains(good, bad[0]) {
 			t.Fatalf("%s: %q not in the minimal plan", name, bad[0])
@@ -282,6 +289,7 @@ func TestPlanSchemaDescribesEveryField(t *testing.T) {
 		{reflect.TypeFor[compile.PlanSummary](), props(top["summary"])},
 		{reflect.TypeFor[compile.Basis](), props(top["basis"])},
 		{reflect.TypeFor[diag.Diagnostic](), props(defs["diagnostic"])},
+		{reflect.TypeFor[compile.IndexChange](), props(defs["index_change"])},
 	} {
 		var missing []string
 		for _, name := range jsonFields(c.typ) {

@@ -20,8 +20,11 @@ type Statements struct {
 	PredicateCEL string // the window as resolved CEL, for the state
 	CreateSchema string // CREATE SCHEMA IF NOT EXISTS
 	CreateTable  string // the target, from columns:
-	Delete       string // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
-	Insert       string // INSERT BY NAME, predicate pushed down
+	// CreateIndexes build the target's indexes (Flow.Indexes) in the
+	// transaction that creates it.
+	CreateIndexes []string
+	Delete        string // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
+	Insert        string // INSERT BY NAME, predicate pushed down
 	// PerPartition: Insert returns, for each partition value (as text), the
 	// rows it inserted there (an incremental write; see Flow.Writes).
 	PerPartition bool
@@ -74,6 +77,11 @@ type Observation struct {
 	// TargetMissing: the target does not exist; a refresh of the window
 	// creates it, whatever the state says.
 	TargetMissing bool `json:",omitempty"`
+	// Indexes are the target's indexes as the catalog lists them, when
+	// they were read (IndexesRead: a plan with a database reads them; a
+	// refresh compares them before its transaction, see Flow.IndexChanges).
+	Indexes     []CatalogIndex `json:",omitempty"`
+	IndexesRead bool           `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the
@@ -104,12 +112,13 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		defs[i] = cols[i] + " " + c.Type.Canonical
 	}
 	s := Statements{
-		Target:       f.Target(),
-		PredicateSQL: where,
-		PredicateCEL: p.Root.CEL(),
-		CreateSchema: "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
-		CreateTable:  fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
-		CountOutside: fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
+		Target:        f.Target(),
+		PredicateSQL:  where,
+		PredicateCEL:  p.Root.CEL(),
+		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
+		CreateTable:   fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
+		CreateIndexes: f.CreateIndexes(),
+		CountOutside:  fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}
 	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed

@@ -45,6 +45,7 @@ func classify(old, f *compile.Flow, rc predicate.Resolution) compile.Definition 
 	for _, c := range f.ColumnChanges(old.Columns()) {
 		d.Changes = append(d.Changes, c.AsChange())
 	}
+	d.Changes = append(d.Changes, f.IndexDefinitionChanges(old)...)
 	if old.Table.ResetAllowed != f.Table.ResetAllowed || old.PartitionBy != f.PartitionBy {
 		add(compile.ChangeProperties)
 	}

@@ -157,6 +157,9 @@ func queryError(f *compile.Flow, err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
+	if kv := keyViolation(f, pe); kv != nil {
+		return kv
+	}
 	q := f.Table.Query
 	pos := q.AtOffset(0) // the query's first character, not the `|` of its block
 	if m := quotedName.FindStringSubmatch(pe.Message); m != nil {

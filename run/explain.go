@@ -20,6 +20,9 @@ type Explained struct {
 	// Assumed: there was no database; the decision is a first refresh's,
 	// the statements the whole window's (see compile.NoDatabaseAssumption).
 	Assumed bool
+	// Indexes: what becomes of the target's indexes first, before the
+	// refresh and outside its transaction (Runner.syncIndexes).
+	Indexes []compile.IndexChange
 	// Notes: what could not be observed, and what was assumed instead, as
 	// rwc plan notes it.
 	Notes []string
@@ -52,6 +55,9 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 		}
 	}
 	ex.Observed = in.Observed
+	if in.Observed.IndexesRead {
+		ex.Indexes = f.IndexChanges(in.Observed.Indexes)
+	}
 	ex.Decision = f.DecideRefresh(in)
 	if !ex.Assumed && ex.Decision.Action == compile.ActionIncremental {
 		if found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout); err != nil {

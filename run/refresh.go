@@ -222,6 +222,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	defer unlock()
+	if err := r.syncIndexes(ctx, conn, f); err != nil {
+		return err
+	}
 	start := *res
 	err = r.refreshLocked(ctx, conn, req, res, resolved)
 	var first *columnsFirst
@@ -236,6 +239,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	*res = start
+	if err := r.syncIndexes(ctx, conn, f); err != nil {
+		return &afterColumns{err: err, changes: changes}
+	}
 	if err := r.refreshLocked(ctx, conn, req, res, resolved); err != nil {
 		return &afterColumns{err: err, changes: changes}
 	}

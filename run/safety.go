@@ -69,6 +69,12 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
 	}
+	if err == nil && !obs.TargetMissing {
+		// What the plan compares the spec's indexes with (the refresh reads
+		// them before its transaction: Runner.syncIndexes).
+		obs.Indexes, err = targetIndexes(ctx, tx, f.Target())
+		obs.IndexesRead = err == nil
+	}
 	return obs, err
 }
 

@@ -46,8 +46,10 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
-		return err
+	for _, stmt := range append([]string{s.CreateTable}, s.CreateIndexes...) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO rwc.flows (flow, pipeline, target_schema, target_table, target_oid, columns, query_fingerprint)
 		VALUES ($1, $2, $3, $4, to_regclass($5)::oid, $6, '')

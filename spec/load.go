@@ -23,7 +23,7 @@ import (
 const BackfillDir = "backfills"
 
 var allowedKeys = map[string][]string{
-	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys,
+	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys, "index": IndexKeys,
 }
 
 // Load reads every pipeline (dir/*.yaml) and backfill (dir/backfills/*.yaml)
@@ -243,9 +243,15 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 				}
 				t.Columns = append(t.Columns, Column{Name: cn.Value, Type: typ, Pos: at(cn), TypePos: at(ct)})
 			}
+		case "indexes":
+			t.Indexes, t.IndexesDeclared, t.IndexesPos = loadIndexes(val, src, file), true, at(key)
+		case "primary_key":
+			k := loadKey(val, file)
+			t.PrimaryKey = &k
 		}
 	}
 	ds = append(ds, checkColumns(t)...)
+	ds = append(ds, checkKeys(t)...)
 	if t.PartitionBy != "" && t.Column(t.PartitionBy) == nil {
 		ds.Errorf("RW108", t.PartitionPos, "partition_by names one of the table's columns: "+columnNames(t),
 			"partition_by %q is not a column of %s", t.PartitionBy, t.Name)

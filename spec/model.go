@@ -37,6 +37,31 @@ type Table struct {
 	ResetAllowed bool
 	Columns      []Column
 	Query        Text
+	// Indexes are the declared indexes; IndexesDeclared says the key is
+	// there, so that `indexes: []` opts out of the default index on the
+	// partition column while a table without the key gets it.
+	Indexes         []Index
+	IndexesDeclared bool
+	IndexesPos      diag.Pos
+	// PrimaryKey is primary_key's columns (nil: none).
+	PrimaryKey *Key
+}
+
+// Index is one entry of indexes:.
+type Index struct {
+	Key
+	Unique bool
+	Using  string // btree, brin, hash or gin; "" when not given (btree)
+	// Where is the partial index's predicate, in CEL ("" Value: none).
+	Where Text
+}
+
+// Key is a list of columns with their positions: an index's, or the
+// primary key's.
+type Key struct {
+	Columns   []string
+	ColumnPos []diag.Pos
+	Pos       diag.Pos // of the entry (an index) or of the value (primary_key)
 }
 
 // Column is one declared target column, in declaration order.
@@ -78,7 +103,8 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key"}
 	PropertyKeys = []string{"reset_allowed"}
+	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	BackfillKeys = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )

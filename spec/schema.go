@@ -249,6 +249,8 @@ func objectContext(path []string) string {
 		return "table"
 	case len(path) == 3 && path[2] == "properties":
 		return "properties"
+	case len(path) == 4 && path[2] == "indexes":
+		return "index"
 	}
 	return strings.Join(path, ".")
 }

@@ -28,6 +28,7 @@ func TestSchemasMatchLoader(t *testing.T) {
 		{"pipeline", pipeline, PipelineKeys},
 		{"table", table, TableKeys},
 		{"properties", dig(t, table, "properties", "properties"), PropertyKeys},
+		{"index", dig(t, pipeline, "$defs", "index"), IndexKeys},
 		{"backfill", backfill, BackfillKeys},
 	} {
 		if c.schema["additionalProperties"] != false {

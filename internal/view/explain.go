@@ -34,6 +34,11 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 	if s := ex.Statements; len(s.PushedTo) > 0 {
 		fmt.Fprintf(w, "-- predicate pushed to: %v\n", s.PushedTo)
 	}
+	for _, c := range ex.Indexes {
+		for _, st := range c.SQL {
+			fmt.Fprintf(w, "-- %s, before the refresh, outside its transaction:\n%s;\n", diag.Visible(c.String()), diag.VisibleLines(st))
+		}
+	}
 	fmt.Fprintf(w, "BEGIN;\n")
 	for _, st := range ex.Statements.List() {
 		fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD

@@ -72,6 +72,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
+		for _, c := range f.Indexes {
+			fmt.Fprintf(w, "      %s\n", diag.Visible(c.String()))
+		}
 		for _, n := range f.Notes {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), diag.Visible(n))
 		}
@@ -186,6 +189,12 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 		}
 		if f.EstimatedRows != nil {
 			fmt.Fprintf(&d, "Estimated rows in the window: %d\n\n", *f.EstimatedRows)
+		}
+		for _, c := range f.Indexes {
+			fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
+		}
+		if len(f.Indexes) > 0 {
+			d.WriteString("\n")
 		}
 		for _, n := range f.Notes {
 			fmt.Fprintf(&d, "> **Note:** %s\n\n", diag.Visible(n))

@@ -1,0 +1,211 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/run/session"
+)
+
+// targetIndexes reads the indexes of target (quoted schema.table) from the
+// catalog, in name order: each one's key columns ("" for an expression),
+// method, and whether it is unique, the primary key, valid (a failed or
+// cancelled CREATE INDEX CONCURRENTLY leaves it invalid) and partial.
+func targetIndexes(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, target string) ([]compile.CatalogIndex, error) {
+	rows, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, i.indisprimary, i.indisvalid AND i.indisready, am.amname, i.indpred IS NOT NULL,
+			coalesce((SELECT array_agg(coalesce(a.attname, '') ORDER BY k.n)
+				FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
+				LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+				WHERE k.n <= i.indnkeyatts), '{}')
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+		WHERE i.indrelid = to_regclass($1)
+		ORDER BY c.relname`, target)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []compile.CatalogIndex{}
+	for rows.Next() {
+		var ix compile.CatalogIndex
+		if err := rows.Scan(&ix.Name, &ix.Unique, &ix.Primary, &ix.Valid, &ix.Using, &ix.Partial, pq.Array(&ix.Columns)); err != nil {
+			return nil, err
+		}
+		out = append(out, ix)
+	}
+	return out, rows.Err()
+}
+
+// syncIndexes brings the indexes of f's target, when it exists and is
+// rwc's, to what the spec says (compile decides: Flow.IndexChanges), on
+// the connection that holds the flow's lock and before the refresh's
+// transaction: CREATE INDEX CONCURRENTLY and DROP INDEX CONCURRENTLY must
+// run outside any transaction, and they let readers and writers of the
+// target go on while they work. Each statement waits for locks at most the
+// lock timeout (the session's). A target the refresh will create gets its
+// indexes in that refresh's transaction instead (Statements.CreateIndexes),
+// and one whose columns change first gets them after (the refresh calls
+// again): an index may be on an added column.
+func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flow) error {
+	st, err := loadFlowState(ctx, conn, f.Name())
+	if err != nil || !st.Found {
+		return err
+	}
+	var oid sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
+		return err
+	}
+	if !oid.Valid || uint32(oid.Int64) != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
+		return nil // the refresh creates it, refuses it, or changes its columns first
+	}
+	have, err := targetIndexes(ctx, conn, f.Target())
+	if err != nil {
+		return err
+	}
+	changes := f.IndexChanges(have)
+	settings := fmt.Sprintf("SET statement_timeout = %d", r.opts.StatementTimeout.Milliseconds())
+	for _, s := range session.ParserSettings {
+		settings += fmt.Sprintf("; SET %s = %s", s.Name, pq.QuoteLiteral(s.Value))
+	}
+	for _, c := range changes {
+		if len(c.SQL) == 0 {
+			continue
+		}
+		if settings != "" {
+			if _, err := conn.ExecContext(ctx, settings); err != nil {
+				return err
+			}
+			settings = ""
+		}
+		for _, stmt := range c.SQL {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return r.indexFailed(ctx, f, c, err)
+			}
+		}
+		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), c)
+	}
+	return nil
+}
+
+// indexFailed is an index change the server refused or gave up on, in
+// rwc's words. The refresh does not run; the target's rows are unchanged.
+// A CREATE INDEX CONCURRENTLY that fails leaves its index behind, invalid:
+// the next refresh drops it and builds it again (IndexRebuilt).
+func (r *Runner) indexFailed(ctx context.Context, f *compile.Flow, c compile.IndexChange, err error) error {
+	after := "the refresh did not run and the target's rows are unchanged"
+	if c.Kind != compile.IndexDropped {
+		after += "; an index build that failed leaves the index invalid, and the next refresh (rwc apply) drops it and builds it again"
+	}
+	what := fmt.Sprintf("flow %s: index %s %s (%s)", f.Name(), c.Name, strings.ReplaceAll(string(c.Kind), "_", " "), strings.Join(c.Columns, ", "))
+	var pe *pq.Error
+	if isLockTimeout(err) && errors.As(err, &pe) {
+		// A LockTimeoutError inside, so that the refresh's own lock
+		// timeout handling leaves this message as it is.
+		msg := fmt.Sprintf("%s: CREATE and DROP INDEX CONCURRENTLY wait for every transaction that writes the target or began before them, and rwc gave up after the lock timeout (%s, --lock-timeout)%s; %s: let those transactions end (or end them), then run it again, or raise --lock-timeout",
+			what, r.opts.LockTimeout, openTransactions(ctx, r.db), after)
+		return &IndexError{err: &LockTimeoutError{PG: pe, msg: msg}, msg: msg}
+	}
+	msg := fmt.Sprintf("%s failed: %s", what, serverWords(err))
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		pos := f.Table.Pos
+		for _, ix := range f.Indexes() {
+			if ix.Name == c.Name {
+				pos = ix.Pos
+			}
+		}
+		msg += fmt.Sprintf(": the target's rows already break the key (%s): a unique key holds for every row of the target, outside the window too; remove the duplicates, or change the key (%s)",
+			diag.Visible(strings.TrimSuffix(pe.Detail, ".")), pos)
+	}
+	return &IndexError{msg: msg + "; " + after, err: err}
+}
+
+// openTransactions names the oldest transactions open in the database
+// (other than the caller's), for a concurrent index build that waited
+// for them: ", the oldest open: pid 42 (…); …" ("" when none or unknown).
+func openTransactions(ctx context.Context, db *sql.DB) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT pid, coalesce(application_name, ''), coalesce(state, ''),
+			to_char(xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'), left(regexp_replace(coalesce(query, ''), '\s+', ' ', 'g'), 100)
+		FROM pg_stat_activity
+		WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+		ORDER BY xact_start LIMIT 3`)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var open []string
+	for rows.Next() {
+		var pid int
+		var app, state, since, query string
+		if rows.Scan(&pid, &app, &state, &since, &query) != nil {
+			return ""
+		}
+		open = append(open, fmt.Sprintf("pid %d (application_name %s, %s, in a transaction since %s, query: %s)", pid, diag.Visible(app), state, since, diag.Visible(query)))
+	}
+	if len(open) == 0 {
+		return ""
+	}
+	return "; the oldest transactions open: " + strings.Join(open, "; ")
+}
+
+// IndexError is an index change of a flow that failed before its refresh.
+type IndexError struct {
+	msg string
+	err error
+}
+
+func (e *IndexError) Error() string { return e.msg }
+func (e *IndexError) Unwrap() error { return e.err }
+
+// KeyViolation is a refresh whose query yields rows that break one of the
+// target's unique keys (a duplicate) or its primary key (a NULL in it): the
+// refresh rolled back, the target is unchanged.
+type KeyViolation struct {
+	Flow string
+	msg  string
+	PG   *pq.Error
+}
+
+func (e *KeyViolation) Error() string { return e.msg }
+func (e *KeyViolation) Unwrap() error { return e.PG }
+
+// keyViolation is err in rwc's words when it is a violation of one of f's
+// keys (nil otherwise): which key, where the spec declares it, and the
+// duplicate value the server's detail gives.
+func keyViolation(f *compile.Flow, pe *pq.Error) error {
+	switch pe.Code {
+	case "23505":
+		for _, ix := range f.Indexes() {
+			if ix.Name != pe.Constraint {
+				continue
+			}
+			key := "unique index " + ix.Name
+			if ix.Primary {
+				key = "primary key " + ix.Name
+			}
+			return &KeyViolation{Flow: f.Name(), PG: pe, msg: fmt.Sprintf(
+				"%s: flow %s: the query yields rows that break the %s (%s): %s; %s: the query must yield one row per key within the window, and none with the key of a row outside it, which the refresh keeps (a key without the window's columns allows that: RW406)",
+				ix.Pos, f.Name(), key, strings.Join(ix.Columns, ", "), diag.Visible(strings.TrimSuffix(pe.Detail, ".")), unchanged)}
+		}
+	case "23502":
+		for _, ix := range f.Indexes() {
+			if ix.Primary && pe.Table == f.Table.Name && slices.Contains(ix.Columns, pe.Column) {
+				return &KeyViolation{Flow: f.Name(), PG: pe, msg: fmt.Sprintf(
+					"%s: flow %s: the query yields a NULL in column %s, which is in the primary key %s (%s); %s: a primary key's columns are NOT NULL",
+					ix.Pos, f.Name(), pe.Column, ix.Name, strings.Join(ix.Columns, ", "), unchanged)}
+			}
+		}
+	}
+	return nil
+}
