@@ -82,6 +82,10 @@ type Observation struct {
 	// refresh compares them before its transaction, see Flow.IndexChanges).
 	Indexes     []CatalogIndex `json:",omitempty"`
 	IndexesRead bool           `json:",omitempty"`
+	// Lacks: the flow's columns that the existing target does not have yet,
+	// which its column changes add before the refresh writes. A loss count
+	// made before them reads them as NULL, as ADD COLUMN leaves every row.
+	Lacks []string `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the
@@ -128,7 +132,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		s.Delete = "DELETE FROM " + s.Target
 	} else {
 		s.Delete = fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where)
-		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where)
+		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where, obs)
 	}
 	return s, nil
 }
@@ -168,7 +172,7 @@ func (f *Flow) WindowLoss(st FlowState, window *predicate.Predicate, obs Observa
 		}
 	}
 	src, _ := f.pushedQuery(window, obs)
-	return f.countLost(cols, f.lossKey(cols), src, where)
+	return f.countLost(cols, f.lossKey(cols), src, where, obs)
 }
 
 // lossKey is what a loss count compares the target with the query by: the
@@ -253,7 +257,7 @@ func (f *Flow) widenedFrom(st FlowState, window *predicate.Predicate) (*predicat
 // (lossKey). Both sides compare the key's values as the target stores them
 // (the query's values cast to the columns' types, as the INSERT assigns
 // them), printed as text: a type without an equality operator compares too.
-func (f *Flow) countLost(cols, key []string, src, where string) string {
+func (f *Flow) countLost(cols, key []string, src, where string, obs Observation) string {
 	var tk, sk []string
 	for _, k := range key {
 		if c := f.Table.Column(k); c != nil {
@@ -267,7 +271,22 @@ func (f *Flow) countLost(cols, key []string, src, where string) string {
 		tkey, skey = strings.Join(tk, ", "), strings.Join(sk, ", ")
 	}
 	return fmt.Sprintf("SELECT count(*) FROM (\nSELECT %s FROM %s WHERE %s\nEXCEPT ALL\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s\n) AS lost",
-		tkey, f.Target(), where, skey, f.typedSource(cols, src), where)
+		tkey, f.alteredTarget(obs), where, skey, f.typedSource(cols, src), where)
+}
+
+// alteredTarget is the target as its column changes will leave it, for a
+// loss count made before them: the columns it lacks yet, NULL.
+func (f *Flow) alteredTarget(obs Observation) string {
+	if len(obs.Lacks) == 0 {
+		return f.Target()
+	}
+	sel := []string{"t.*"}
+	for _, name := range obs.Lacks {
+		if c := f.Table.Column(name); c != nil {
+			sel = append(sel, fmt.Sprintf("NULL::%s AS %s", c.Type.Canonical, pq.QuoteIdentifier(c.Name)))
+		}
+	}
+	return fmt.Sprintf("(SELECT %s FROM %s AS t) AS t", strings.Join(sel, ", "), f.Target())
 }
 
 // typedSource makes the outer WHERE see the predicate's columns with the

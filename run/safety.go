@@ -51,9 +51,36 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	// The target's oid (0: missing) serves the refresh's check that the
 	// table is rwc's (adoptable) too.
 	var oid sql.NullInt64
-	err = tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid)
-	obs.TargetMissing = !oid.Valid
+	if err = tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil || !oid.Valid {
+		obs.TargetMissing = err == nil
+		return obs, 0, err
+	}
+	obs.Lacks, err = lacks(ctx, tx, f, uint32(oid.Int64))
 	return obs, uint32(oid.Int64), err
+}
+
+// lacks lists the flow's columns that its target (oid) does not have.
+func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT attname FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, oid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	has := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		has[name] = true
+	}
+	var out []string
+	for _, c := range f.Table.Columns {
+		if !has[c.Name] {
+			out = append(out, c.Name)
+		}
+	}
+	return out, rows.Err()
 }
 
 // Observe is observe in a read-only snapshot of its own, bounded by
