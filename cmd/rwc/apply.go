@@ -16,7 +16,6 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/diff"
-	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -113,6 +112,7 @@ func printCatalogWarnings(cmd *cobra.Command, p *compile.Project, db *sql.DB, fl
 func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var allowDirty, dropRemoved, allowLoss bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "apply [DIR|PLANFILE]",
 		Short: "Create what is new and refresh every flow, in dependency order; record the deployment",
@@ -151,6 +151,9 @@ recording the deployment; the next rwc apply resumes, each backfill at its
 first batch not committed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json", "markdown"); err != nil {
+				return err
+			}
 			dir := specDir(args)
 			var saved *compile.Plan
 			if st, err := os.Stat(dir); err == nil && !st.IsDir() {
@@ -190,8 +193,6 @@ first batch not committed.`,
 				}
 			}
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
-			out := cmd.OutOrStdout()
-			rep := view.NewBatchReporter(out, isTerminal(out))
 			opts.AllowLoss = allowLoss
 			runner := run.New(db, opts)
 			// Listed before the apply, whose deployment no longer has them:
@@ -200,35 +201,17 @@ first batch not committed.`,
 			if err != nil {
 				return err
 			}
-			_, err = runner.ApplyAll(cmd.Context(), p, dep, run.BackfillJobs(p, dir, commit),
-				func(r run.Result) { view.Result(out, r) }, rep.Report)
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", err)
-				return exitError{1}
+			ap := newApplyOutput(cmd, format, commit, dirty)
+			_, err = runner.ApplyAll(cmd.Context(), p, dep, run.BackfillJobs(p, dir, commit), ap.refreshed, ap.batch)
+			if err == nil {
+				// Removed flows last: only a successful apply drops anything.
+				err = ap.removed(cmd, runner, removed, dropRemoved)
 			}
-			// Removed flows last: only a successful apply drops anything.
-			for _, rm := range removed {
-				if !dropRemoved || rm.Protected {
-					fmt.Fprintf(out, "%-24s removed from the specs: its target %s is kept (%s)\n", rm.Flow, rm.Target, rm.KeptBecause(dropRemoved))
-					continue
-				}
-				if err := runner.DropRemoved(cmd.Context(), rm); err != nil {
-					return fmt.Errorf("dropping removed flow %s: %w", rm.Flow, err)
-				}
-				fmt.Fprintf(out, "%-24s removed from the specs: dropped %s\n", rm.Flow, rm.Target)
-			}
-			where := "(not a git work tree)"
-			if commit != "" {
-				where = "at " + commit[:12]
-				if dirty {
-					where += " with uncommitted changes"
-				}
-			}
-			fmt.Fprintf(out, "applied %s %s\n", diag.Plural(len(p.Flows), "flow"), where)
-			return nil
+			return ap.done(len(p.Flows), err)
 		},
 	}
 	rf.add(cmd, g)
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text (as it goes), json or markdown (a summary for $GITHUB_STEP_SUMMARY), written when the apply ends")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let refreshes and backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost), unless deployed with reset_allowed: false")
