@@ -212,6 +212,14 @@ func RenamedBackfillHint(file, entry string) string {
 		entry, file, entry)
 }
 
+// NotPlanned is the plan of specs that have lint errors: no flow is
+// planned, and the diagnostics say why, where a pull request's comment or
+// a JSON reader looks for the plan.
+func NotPlanned(dir string, head Rev, at time.Time, zone *time.Location, ds diag.List) *Plan {
+	return &Plan{FormatVersion: PlanFormatVersion, SpecDir: dir, At: at.UTC(), Timezone: zone.String(), Base: Rev{Source: "none"}, Head: head,
+		Flows: []FlowPlan{}, Backfills: []BackfillPlan{}, Diagnostics: ds}
+}
+
 // BuildPlan diffs head against base and state, and decides every flow.
 func BuildPlan(in PlanInput) (*Plan, error) {
 	zone := in.Zone

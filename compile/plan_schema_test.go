@@ -324,3 +324,14 @@ func jsonFields(t reflect.Type) []string {
 	}
 	return out
 }
+
+// The plan of specs with lint errors (what a PR comment shows then) is a
+// plan like any other.
+func TestNotPlannedMatchesSchema(t *testing.T) {
+	_, ds, err := compile.Load(fstest.MapFS{"p.yaml": &fstest.MapFile{Data: []byte("pipeline: p\ntables:\n  t:\n    replace_where: nope\n    columns:\n      d: date\n    query: SELECT d FROM ev\n")}}, "pipelines")
+	if err != nil || !ds.HasErrors() {
+		t.Fatalf("want lint errors: %v %v", err, ds)
+	}
+	p := compile.NotPlanned("pipelines", compile.Rev{Source: "worktree"}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), time.UTC, ds)
+	validatePlan(t, planSchema(t), "the plan of specs with errors", p)
+}

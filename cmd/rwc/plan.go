@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,6 +56,16 @@ something did, 1 on errors.`,
 				return fmt.Errorf("--no-database and --dsn exclude each other: drop one")
 			}
 			p, err := makePlan(cmd.Context(), g, specDir(args), pf)
+			var np *notPlanned
+			if errors.As(err, &np) && pf.format != "text" {
+				// The diagnostics where the plan would be (a PR comment),
+				// and nothing saved for rwc apply.
+				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", np.err)
+				if err := writePlanView(cmd.OutOrStdout(), pf.format, np.plan); err != nil {
+					return err
+				}
+				return exitError{1}
+			}
 			if err != nil {
 				return err
 			}
@@ -63,16 +74,8 @@ something did, 1 on errors.`,
 					return err
 				}
 			}
-			out := cmd.OutOrStdout()
-			switch pf.format {
-			case "json":
-				if err := writeJSON(out, p); err != nil {
-					return err
-				}
-			case "markdown":
-				view.PlanMarkdown(out, p)
-			default:
-				view.PlanText(out, p, isTerminal(out))
+			if err := writePlanView(cmd.OutOrStdout(), pf.format, p); err != nil {
+				return err
 			}
 			if p.Diagnostics.HasErrors() {
 				return exitError{1}
@@ -92,6 +95,26 @@ something did, 1 on errors.`,
 	cmd.Flags().BoolVar(&pf.noDatabase, "no-database", false, "plan without a database, against --base REV or from nothing, even in CI or with RWC_DATABASE_URL set")
 	cmd.Flags().BoolVar(&pf.detailed, "detailed-exitcode", false, "exit 2 when the plan has definition changes, 0 when it has none")
 	return cmd
+}
+
+// notPlanned: the specs have errors (err); plan lists their diagnostics.
+type notPlanned struct {
+	plan *compile.Plan
+	err  error
+}
+
+func (n *notPlanned) Error() string { return n.err.Error() }
+
+func writePlanView(out io.Writer, format string, p *compile.Plan) error {
+	switch format {
+	case "json":
+		return writeJSON(out, p)
+	case "markdown":
+		view.PlanMarkdown(out, p)
+	default:
+		view.PlanText(out, p, isTerminal(out))
+	}
+	return nil
 }
 
 func isTerminal(w any) bool {
@@ -127,11 +150,12 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 	if err != nil {
 		return nil, err
 	}
+	commit, dirty, err := diff.Head(dir)
 	if ds.HasErrors() {
 		diag.WriteText(g.stderr, ds, sourcesOf(head))
-		return nil, fmt.Errorf("%s has errors (%s); fix them before planning", dir, ds.Summary())
+		return nil, &notPlanned{plan: compile.NotPlanned(dir, compile.Rev{Source: "worktree", Commit: commit, Dirty: dirty}, at, zone, ds),
+			err: fmt.Errorf("%s has errors (%s); fix them before planning", dir, ds.Summary())}
 	}
-	commit, dirty, err := diff.Head(dir)
 	if err != nil {
 		return nil, err
 	}

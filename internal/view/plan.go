@@ -150,6 +150,12 @@ const maxMarkdown = 65000
 func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	if len(p.Flows) == 0 && p.Diagnostics.HasErrors() {
+		fmt.Fprintf(&b, "**The specs have errors: nothing was planned.** Fix them (`rwc lint %s` shows each in its context) and push again.\n\n", p.SpecDir)
+		writeMdDiagnostics(&b, p.Diagnostics)
+		io.WriteString(w, b.String())
+		return
+	}
 	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
 		action := string(f.Action)
@@ -170,9 +176,7 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	}
 	if len(p.Diagnostics) > 0 {
 		b.WriteString("\n")
-		for _, d := range p.Diagnostics {
-			fmt.Fprintf(&b, "- **%s %s** %s: %s\n", d.Severity, d.Code, mdCode(d.Pos.String()), mdText(d.Message))
-		}
+		writeMdDiagnostics(&b, p.Diagnostics)
 	}
 	for _, a := range p.Assumed {
 		fmt.Fprintf(&b, "\n_Assumed: %s._\n", mdText(a))
@@ -210,6 +214,16 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 		b.WriteString(d.String())
 	}
 	io.WriteString(w, b.String())
+}
+
+func writeMdDiagnostics(b *strings.Builder, ds diag.List) {
+	for _, d := range ds {
+		fmt.Fprintf(b, "- **%s %s** %s: %s", d.Severity, d.Code, mdCode(d.Pos.String()), mdText(d.Message))
+		if d.Hint != "" {
+			fmt.Fprintf(b, " _Hint: %s_", mdText(d.Hint))
+		}
+		b.WriteString("\n")
+	}
 }
 
 func mdList(s []string) string {
