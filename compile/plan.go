@@ -58,7 +58,7 @@ type FlowPlan struct {
 	WindowChange  *predicate.Change `json:"window_change,omitempty"`
 	SQL           []string          `json:"sql"`
 	Destructive   bool              `json:"destructive,omitempty"`
-	EstimatedRows *int64            `json:"estimated_rows,omitempty"`
+	RowCounts
 	// RowsLost: for a protected flow (reset_allowed: false, in the spec or
 	// as deployed) whose window reaches beyond the last refresh's, with a
 	// database at hand, the rows its refresh would delete there that its
@@ -73,6 +73,14 @@ type FlowPlan struct {
 	Notes   []string      `json:"notes,omitempty"`
 }
 
+// RowCounts is what a refresh would delete, counted on the target now,
+// and insert, as PostgreSQL's planner estimates its query (running the
+// query would cost what the refresh costs); nil: not known.
+type RowCounts struct {
+	RowsToDelete     *int64 `json:"rows_to_delete,omitempty"`
+	EstimatedInserts *int64 `json:"estimated_inserts,omitempty"`
+}
+
 // BackfillPlan is a backfill file and where it stands.
 type BackfillPlan struct {
 	File   string `json:"file"`
@@ -85,7 +93,7 @@ type BackfillPlan struct {
 	// Range is what it recomputes on the partition column, e.g.
 	// [2026-10-01, 2026-10-31]; "" when that is not a plain range.
 	Range         string `json:"range,omitempty"`
-	EstimatedRows *int64 `json:"estimated_rows,omitempty"`
+	RowCounts
 	// AllowLoss: the file says allow_loss: true.
 	AllowLoss bool `json:"allow_loss,omitempty"`
 	// RowsLost: for a pending or partial backfill of a protected flow
@@ -132,10 +140,11 @@ type PlanInput struct {
 	Basis       Basis
 	At          time.Time
 	Zone        *time.Location
-	// Estimate returns the rows a flow's window holds (nil: unknown); nil:
-	// no estimates. Flows are planned concurrently: it must be safe to call
-	// from several goroutines at once.
-	Estimate func(f *Flow, s Statements) *int64
+	// Rows counts the target rows a refresh's statements delete and
+	// estimates the rows they insert (RowCounts); nil: no database. Flows
+	// are planned concurrently: it must be safe to call from several
+	// goroutines at once.
+	Rows func(f *Flow, s Statements) RowCounts
 	// BackfillStatus maps a backfill file to its ledger status, and, for a
 	// file that is an applied one renamed and edited ("changed"), to the
 	// ledger's name for that one ("" otherwise); nil (no database): files
@@ -378,8 +387,8 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		return fp, err
 	}
 	fp.SQL = append(fp.SQL, writes.List()...)
-	if in.Estimate != nil {
-		fp.EstimatedRows = in.Estimate(f, stmts)
+	if in.Rows != nil && !dec.Unchanged {
+		fp.RowCounts = in.Rows(f, writes)
 	}
 	return fp, nil
 }
@@ -471,9 +480,9 @@ func planBackfill(in PlanInput, b *Backfill, rc predicate.Resolution) (bp Backfi
 			}
 		}
 	}
-	if in.Estimate != nil {
+	if in.Rows != nil && bp.Status != BackfillApplied {
 		if s, err := b.Flow.Statements(where, false, in.observe(b.Flow, nil)); err == nil {
-			bp.EstimatedRows = in.Estimate(b.Flow, s)
+			bp.RowCounts = in.Rows(b.Flow, s)
 		}
 	}
 	return bp, renamedFrom

@@ -129,7 +129,9 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		Base: base, BaseRev: compile.Rev{Source: "state", Commit: strings.Repeat("c", 40)}, State: state,
 		Definitions: diff.Classify(base, head, at, paris),
 		Basis:       compile.Basis{Deployment: 7, LastRefresh: last}, At: at, Zone: paris,
-		Estimate:       func(*compile.Flow, compile.Statements) *int64 { return &n },
+		Rows: func(*compile.Flow, compile.Statements) compile.RowCounts {
+			return compile.RowCounts{RowsToDelete: &n, EstimatedInserts: &n}
+		},
 		BackfillStatus: func(*compile.Backfill) (compile.BackfillStatus, string) { return compile.BackfillChanged, "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 	seen := map[string]bool{}
 	for _, b := range p.Backfills {
 		seen["backfill "+b.Status.String()] = true
-		if b.Range != "" && b.EstimatedRows != nil {
+		if b.Range != "" && b.RowsToDelete != nil && b.EstimatedInserts != nil {
 			seen["backfill range and estimate"] = true
 		}
 	}
@@ -155,15 +157,15 @@ func TestRepoPipelinesPlanMatchesSchema(t *testing.T) {
 		if f.Destructive {
 			seen["destructive"] = true
 		}
-		if f.EstimatedRows != nil {
-			seen["estimated_rows"] = true
+		if f.RowsToDelete != nil && f.EstimatedInserts != nil {
+			seen["row_counts"] = true
 		}
 		if len(f.Indexes) > 0 {
 			seen["indexes"] = true
 		}
 	}
 	for _, want := range []string{"new", "removed", "query_changed", "properties_changed", "predicate_widened", "column_added",
-		"column_dropped", "column_retyped", "window_change", "destructive", "estimated_rows", "backfill changed",
+		"column_dropped", "column_retyped", "window_change", "destructive", "row_counts", "backfill changed",
 		"backfill range and estimate", "diagnostic RW501", "index_added", "indexes"} {
 		if !seen[want] {
 			t.Errorf("the changed plan has no %s: the variant no longer exercises it", want)

@@ -25,6 +25,7 @@ type Statements struct {
 	CreateIndexes []string
 	Delete        string // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
 	Insert        string // INSERT BY NAME, predicate pushed down
+	Yield         string // the SELECT that Insert inserts (a plan estimates its rows)
 	// PerPartition: Insert returns, for each partition value (as text), the
 	// rows it inserted there (an incremental write; see Flow.Writes).
 	PerPartition bool
@@ -127,7 +128,8 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed
 	list := strings.Join(cols, ", ")
-	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p.Columns, src), where)
+	s.Yield = fmt.Sprintf("SELECT %s FROM (\n%s\n) AS src\nWHERE %s", list, f.typedSource(p.Columns, src), where)
+	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\n%s", s.Target, list, s.Yield)
 	if full {
 		s.Delete = "DELETE FROM " + s.Target
 	} else {

@@ -131,27 +131,49 @@ func CheckPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 	return nil
 }
 
-// Estimator asks PostgreSQL's planner how many target rows a window holds
-// (nil: unknown); it costs no scan.
-func Estimator(ctx context.Context, db *sql.DB) func(*compile.Flow, compile.Statements) *int64 {
-	return func(f *compile.Flow, s compile.Statements) *int64 {
+// RowCounter counts, read-only, the target rows a refresh's statements
+// delete (on the index rwc builds on the partition column, when the
+// target has it), and asks PostgreSQL's planner how many rows their query
+// yields, which costs no scan; a count that fails or times out (timeout:
+// statement_timeout, 0 LossCountTimeout) is left out.
+func RowCounter(ctx context.Context, db *sql.DB, timeout time.Duration) func(*compile.Flow, compile.Statements) compile.RowCounts {
+	return func(f *compile.Flow, s compile.Statements) compile.RowCounts {
+		var rc compile.RowCounts
+		tx, err := readOnly(ctx, db, timeout)
+		if err != nil {
+			return rc
+		}
+		defer tx.Rollback()
 		var exists bool
-		if db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.Target).Scan(&exists) != nil || !exists {
-			return nil
+		if tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.Target).Scan(&exists) != nil || !exists {
+			return rc
 		}
-		var raw string
-		if db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+s.Target+" WHERE "+s.PredicateSQL).Scan(&raw) != nil {
-			return nil
+		var n int64
+		if s.Delete != "" && tx.QueryRowContext(ctx, "SELECT count(*) FROM "+s.Target+" WHERE "+s.PredicateSQL).Scan(&n) == nil {
+			rc.RowsToDelete = &n
 		}
-		var out []struct {
-			Plan struct {
-				Rows float64 `json:"Plan Rows"`
-			} `json:"Plan"`
+		if s.Yield != "" {
+			rc.EstimatedInserts = planRows(ctx, tx, s.Yield)
 		}
-		if json.Unmarshal([]byte(raw), &out) != nil || len(out) == 0 {
-			return nil
-		}
-		n := int64(out[0].Plan.Rows)
-		return &n
+		return rc
 	}
+}
+
+// planRows is the planner's estimate of the rows query yields (nil:
+// unknown). EXPLAIN without ANALYZE runs nothing.
+func planRows(ctx context.Context, tx *sql.Tx, query string) *int64 {
+	var raw string
+	if tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+query).Scan(&raw) != nil {
+		return nil
+	}
+	var out []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if json.Unmarshal([]byte(raw), &out) != nil || len(out) == 0 {
+		return nil
+	}
+	n := int64(out[0].Plan.Rows)
+	return &n
 }

@@ -186,7 +186,7 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		}
 		in.State = state.Flows
 		in.Basis = compile.Basis{Deployment: state.DeploymentID, LastRefresh: state.LastRefresh}
-		in.Estimate = run.Estimator(ctx, db)
+		in.Rows = run.RowCounter(ctx, db, 0)
 		in.FindChanges = func(f *compile.Flow, window *predicate.Predicate) (compile.Captured, error) {
 			return run.FindChanges(ctx, db, f, window, 0)
 		}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"strings"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
 )
@@ -66,8 +69,8 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if f.Window != "" {
 			fmt.Fprintf(w, "      window: %s\n", diag.Visible(f.Window))
 		}
-		if f.EstimatedRows != nil {
-			fmt.Fprintf(w, "      estimated rows in the window: %d\n", *f.EstimatedRows)
+		if rows := rowsText(f.RowCounts); rows != "" {
+			fmt.Fprintf(w, "      rows: %s\n", rows)
 		}
 		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
@@ -88,8 +91,8 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if b.Range != "" {
 			fmt.Fprintf(w, "      recomputes: %s\n", diag.Visible(b.Range))
 		}
-		if b.EstimatedRows != nil {
-			fmt.Fprintf(w, "      estimated rows now in that range: %d\n", *b.EstimatedRows)
+		if rows := rowsText(b.RowCounts); rows != "" {
+			fmt.Fprintf(w, "      rows: %s\n", rows)
 		}
 		if note := backfillLoss(b); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
@@ -191,8 +194,8 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 		if f.WindowChange != nil {
 			fmt.Fprintf(&d, "Window change on `%s`: %s\n\n", f.WindowChange.Column, mdCode(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
 		}
-		if f.EstimatedRows != nil {
-			fmt.Fprintf(&d, "Estimated rows in the window: %d\n\n", *f.EstimatedRows)
+		if rows := rowsText(f.RowCounts); rows != "" {
+			fmt.Fprintf(&d, "Rows: %s\n\n", rows)
 		}
 		for _, c := range f.Indexes {
 			fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
@@ -224,6 +227,24 @@ func writeMdDiagnostics(b *strings.Builder, ds diag.List) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// rowsText says what a refresh deletes (counted) and inserts (estimated),
+// each labelled as what it is.
+func rowsText(rc compile.RowCounts) string {
+	var parts []string
+	if rc.RowsToDelete != nil {
+		parts = append(parts, fmt.Sprintf("deletes %s (counted now)", thousands(*rc.RowsToDelete)))
+	}
+	if rc.EstimatedInserts != nil {
+		parts = append(parts, fmt.Sprintf("inserts ~%s (the planner's estimate)", thousands(*rc.EstimatedInserts)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// thousands writes n with thousands separators: 43,435.
+func thousands(n int64) string {
+	return message.NewPrinter(language.English).Sprint(n)
 }
 
 func mdList(s []string) string {
