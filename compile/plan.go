@@ -56,6 +56,9 @@ type FlowPlan struct {
 	Window        string            `json:"window,omitempty"`
 	WindowSQL     string            `json:"window_sql,omitempty"`
 	WindowChange  *predicate.Change `json:"window_change,omitempty"`
+	// OldWindow: the deployed definition's window, resolved at the plan's
+	// instant, when it is not the window now.
+	OldWindow string `json:"old_window,omitempty"`
 	SQL           []string          `json:"sql"`
 	Destructive   bool              `json:"destructive,omitempty"`
 	RowCounts
@@ -342,6 +345,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.Changes = append(fp.Changes, Change{Kind: ChangeNew})
 	} else if d, ok := in.Definitions[f.Name()]; ok {
 		fp.Changes, fp.WindowChange = append(fp.Changes, d.Changes...), d.Window
+		if ow, err := old.Predicate.Resolve(rc); err == nil && ow.Root.CEL() != fp.Window {
+			fp.OldWindow = ow.Root.CEL()
+		}
 	}
 	st, haveState := in.State[f.Name()]
 	assumed := st

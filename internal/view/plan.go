@@ -13,6 +13,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 func sideText(r compile.Rev) string {
@@ -148,8 +149,11 @@ func summaryLine(p *compile.Plan) string {
 // maxMarkdown keeps a PR comment under GitHub's 65,536-character limit.
 const maxMarkdown = 65000
 
-// PlanMarkdown renders the plan as a pull-request comment: the summary
-// table first, each flow's details folded, never over 65,000 characters.
+// PlanMarkdown renders the plan as a pull-request comment: what needs a
+// reviewer's attention first (destructive changes, rows lost, history
+// left NULL or stale), then the summary table with a legend, the backfills
+// still to run, and each flow's details folded; never over 65,000
+// characters.
 func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
@@ -159,24 +163,9 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 		io.WriteString(w, b.String())
 		return
 	}
-	b.WriteString("| | flow | action | reasons | changes |\n| --- | --- | --- | --- | --- |\n")
-	for _, f := range p.Flows {
-		action := string(f.Action)
-		if note := flowLoss(f); note != "" {
-			action += " (" + note + ")"
-		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", symbol(f), f.Flow, action, mdList(compile.Words(f.Reasons)), mdList(f.Changes.Words()))
-	}
-	if len(p.Backfills) > 0 {
-		b.WriteString("\n| backfill | flow | status | recomputes | reason |\n| --- | --- | --- | --- | --- |\n")
-		for _, bf := range p.Backfills {
-			status := bf.Status.String()
-			if note := backfillLoss(bf); note != "" {
-				status += " (" + note + ")"
-			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, status, mdCode(bf.Range), mdText(bf.Reason))
-		}
-	}
+	writeMdAttention(&b, p)
+	writeMdFlows(&b, p)
+	writeMdBackfills(&b, p)
 	if len(p.Diagnostics) > 0 {
 		b.WriteString("\n")
 		writeMdDiagnostics(&b, p.Diagnostics)
@@ -186,37 +175,154 @@ func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	}
 	fmt.Fprintf(&b, "\n%s\n", summaryLine(p))
 	for _, f := range p.Flows {
-		var d strings.Builder
-		fmt.Fprintf(&d, "\n<details><summary><code>%s</code>: %s</summary>\n\n", f.Flow, f.Action)
-		if f.Window != "" {
-			fmt.Fprintf(&d, "Window: %s\n\n", mdCode(f.Window))
-		}
-		if f.WindowChange != nil {
-			fmt.Fprintf(&d, "Window change on `%s`: %s\n\n", f.WindowChange.Column, mdCode(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
-		}
-		if rows := rowsText(f.RowCounts); rows != "" {
-			fmt.Fprintf(&d, "Rows: %s\n\n", rows)
-		}
-		for _, c := range f.Indexes {
-			fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
-		}
-		if len(f.Indexes) > 0 {
-			d.WriteString("\n")
-		}
-		for _, n := range f.Notes {
-			fmt.Fprintf(&d, "> **Note:** %s\n\n", diag.Visible(n))
-		}
-		if len(f.SQL) > 0 {
-			d.WriteString(mdBlock("sql", strings.Join(f.SQL, ";\n")+";"))
-		}
-		d.WriteString("</details>\n")
-		if b.Len()+d.Len() > maxMarkdown-200 {
+		d := mdDetails(f)
+		if b.Len()+len(d) > maxMarkdown-200 {
 			fmt.Fprintf(&b, "\n_The plan is too long for a comment: details of the remaining flows are left out. Run `rwc plan` for all of them._\n")
 			break
 		}
-		b.WriteString(d.String())
+		b.WriteString(d)
 	}
 	io.WriteString(w, b.String())
+}
+
+// writeMdAttention lists, before anything else, what a reviewer must not
+// miss: changes that lose data, and history a change leaves behind.
+func writeMdAttention(b *strings.Builder, p *compile.Plan) {
+	var items []string
+	for _, f := range p.Flows {
+		flow := "`" + f.Flow + "`"
+		if note := flowLoss(f); note != "" {
+			items = append(items, flow+" "+mdText(note))
+		}
+		for _, c := range f.Changes {
+			switch c.Kind {
+			case compile.ChangeColumnDropped, compile.ChangeColumnRetyped:
+				// A retype that keeps every value (integer to bigint) is
+				// not destructive, and then not a flow's Destructive.
+				if c.Kind == compile.ChangeColumnDropped || f.Destructive {
+					items = append(items, fmt.Sprintf("%s: %s loses data (rwc apply refuses it without `--allow-destructive`)", flow, mdCode(c.String())))
+				}
+			case compile.ChangeColumnAdded:
+				items = append(items, fmt.Sprintf("%s: rows outside the window keep NULL in the added column %s; commit a backfill file to fill history", flow, mdCode(c.Column)))
+			case compile.ChangeQuery:
+				items = append(items, flow+": the query changed; rows outside the window keep what the old query gave them (a backfill file recomputes history)")
+			}
+		}
+	}
+	for _, bf := range p.Backfills {
+		if note := backfillLoss(bf); note != "" {
+			items = append(items, fmt.Sprintf("backfill %s: %s", mdCode(bf.File), mdText(note)))
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString("> [!WARNING]\n> **Review before merging:**\n")
+	for _, it := range items {
+		fmt.Fprintf(b, "> - %s\n", it)
+	}
+	b.WriteString("\n")
+}
+
+// mdLegend explains the table's first column.
+const mdLegend = "<sub>`+` new · `~` changed · `!` destructive · `-` removed from the specs · `=` unchanged definition (its window is refreshed)</sub>\n"
+
+func writeMdFlows(b *strings.Builder, p *compile.Plan) {
+	b.WriteString("| | flow | action | reasons | changes | window | rows |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range p.Flows {
+		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s | %s |\n", symbol(f), f.Flow, f.Action, mdList(compile.Words(f.Reasons)),
+			mdList(f.Changes.Words()), windowDays(f.WindowChange), rowsShort(f.RowCounts))
+	}
+	b.WriteString("\n" + mdLegend)
+}
+
+// writeMdBackfills lists the backfill files still to run, or refused; the
+// applied ones, which every later plan would repeat, only as a count.
+func writeMdBackfills(b *strings.Builder, p *compile.Plan) {
+	applied := 0
+	var rows strings.Builder
+	for _, bf := range p.Backfills {
+		if bf.Status == compile.BackfillApplied {
+			applied++
+			continue
+		}
+		status := bf.Status.String()
+		if note := backfillLoss(bf); note != "" {
+			status += " (" + note + ")"
+		}
+		fmt.Fprintf(&rows, "| %s | `%s` | %s | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, status, mdCode(bf.Range), rowsShort(bf.RowCounts), mdText(bf.Reason))
+	}
+	if rows.Len() > 0 {
+		b.WriteString("\n| backfill | flow | status | recomputes | rows | reason |\n| --- | --- | --- | --- | --- | --- |\n")
+		b.WriteString(rows.String())
+	}
+	if applied > 0 {
+		fmt.Fprintf(b, "\n<sub>%s already applied, not shown.</sub>\n", diag.Plural(applied, "backfill file"))
+	}
+}
+
+// windowDays is a window change in days, when it is on dates.
+func windowDays(c *predicate.Change) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	if c.GainedDays > 0 {
+		parts = append(parts, fmt.Sprintf("+%d days", c.GainedDays))
+	} else if c.Gained != "" {
+		parts = append(parts, mdCode(c.Gained))
+	}
+	if c.LostDays > 0 {
+		parts = append(parts, fmt.Sprintf("−%d days", c.LostDays))
+	} else if c.Lost != "" {
+		parts = append(parts, mdCode(c.Lost))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rowsShort is RowCounts in a table cell.
+func rowsShort(rc compile.RowCounts) string {
+	var parts []string
+	if rc.RowsToDelete != nil {
+		parts = append(parts, "−"+thousands(*rc.RowsToDelete))
+	}
+	if rc.EstimatedInserts != nil {
+		parts = append(parts, "+~"+thousands(*rc.EstimatedInserts))
+	}
+	return strings.Join(parts, " ")
+}
+
+// mdDetails is one flow's folded details: its window (old → new), rows,
+// indexes, notes and SQL.
+func mdDetails(f compile.FlowPlan) string {
+	var d strings.Builder
+	fmt.Fprintf(&d, "\n<details><summary><code>%s</code>: %s</summary>\n\n", f.Flow, f.Action)
+	switch {
+	case f.OldWindow != "":
+		fmt.Fprintf(&d, "Window: %s → %s\n\n", mdCode(f.OldWindow), mdCode(f.Window))
+	case f.Window != "":
+		fmt.Fprintf(&d, "Window: %s\n\n", mdCode(f.Window))
+	}
+	if f.WindowChange != nil {
+		fmt.Fprintf(&d, "Window change on `%s`: %s\n\n", f.WindowChange.Column, mdCode(strings.TrimSpace(f.WindowChange.Gained+" "+f.WindowChange.Lost)))
+	}
+	if rows := rowsText(f.RowCounts); rows != "" {
+		fmt.Fprintf(&d, "Rows: %s\n\n", rows)
+	}
+	for _, c := range f.Indexes {
+		fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
+	}
+	if len(f.Indexes) > 0 {
+		d.WriteString("\n")
+	}
+	for _, n := range f.Notes {
+		fmt.Fprintf(&d, "> **Note:** %s\n\n", diag.Visible(n))
+	}
+	if len(f.SQL) > 0 {
+		d.WriteString(mdBlock("sql", strings.Join(f.SQL, ";\n\n")+";"))
+	}
+	d.WriteString("</details>\n")
+	return d.String()
 }
 
 func writeMdDiagnostics(b *strings.Builder, ds diag.List) {

@@ -53,6 +53,10 @@ type Change struct {
 	Gained string `json:"gained,omitempty"`
 	Lost   string `json:"lost,omitempty"`
 	Exact  bool   `json:"exact"`
+	// GainedDays and LostDays: on a date column, how many days Gained and
+	// Lost hold, when they are bounded (0: none, or unbounded).
+	GainedDays int64 `json:"gained_days,omitempty"`
+	LostDays   int64 `json:"lost_days,omitempty"`
 }
 
 // Delta is the change from old's window to new's window on col. ok is false
@@ -68,12 +72,32 @@ func Delta(old, new *Predicate, col string) (Change, bool) {
 	}
 	ch := Change{Column: col, Exact: exo && exn}
 	if g := sn.minus(so); len(g) > 0 {
-		ch.Gained = "+" + g.String()
+		ch.Gained, ch.GainedDays = "+"+g.String(), g.days()
 	}
 	if l := so.minus(sn); len(l) > 0 {
-		ch.Lost = "-" + l.String()
+		ch.Lost, ch.LostDays = "-"+l.String(), l.days()
 	}
 	return ch, true
+}
+
+// days counts the dates in s: 0 when s is not of dates or not bounded.
+func (s ivset) days() int64 {
+	var n int64
+	for _, iv := range s {
+		lo, lok := iv.lo.v.(Date)
+		hi, hok := iv.hi.v.(Date)
+		if !lok || !hok {
+			return 0
+		}
+		if !iv.lo.incl {
+			lo++
+		}
+		if !iv.hi.incl {
+			hi--
+		}
+		n += max(int64(hi-lo)+1, 0)
+	}
+	return n
 }
 
 func projection(e *Expr, col string) (ivset, bool, bool) {

@@ -125,15 +125,19 @@ func mustResolve(t *testing.T, text string, cols []Column, rc Resolution) *Predi
 func TestDelta(t *testing.T) {
 	cols := testColumns(t)
 	at := Resolution{Now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	cases := []struct{ old, new, gained, lost string }{
-		{"date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -29)", "+[2026-10-30, 2026-11-20]", ""},
-		{"date >= date_add(current_date(), -29)", "date >= date_add(current_date(), -7)", "", "-[2026-10-30, 2026-11-20]"},
-		{"date >= '2026-01-01' && date <= '2026-01-31'", "date >= '2026-01-15' && date <= '2026-02-10'", "+[2026-02-01, 2026-02-10]", "-[2026-01-01, 2026-01-14]"},
+	cases := []struct {
+		old, new, gained, lost string
+		gainedDays, lostDays   int64
+	}{
+		{"date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -29)", "+[2026-10-30, 2026-11-20]", "", 22, 0},
+		{"date >= date_add(current_date(), -29)", "date >= date_add(current_date(), -7)", "", "-[2026-10-30, 2026-11-20]", 0, 22},
+		{"date >= '2026-01-01' && date <= '2026-01-31'", "date >= '2026-01-15' && date <= '2026-02-10'", "+[2026-02-01, 2026-02-10]", "-[2026-01-01, 2026-01-14]", 10, 14},
+		{"date > '2026-01-01' && date < '2026-01-31'", "date > '2026-01-05'", "+[2026-01-31, +∞)", "-[2026-01-02, 2026-01-05]", 0, 4},
 	}
 	for _, c := range cases {
 		ch, ok := Delta(mustResolve(t, c.old, cols, at), mustResolve(t, c.new, cols, at), "date")
-		if !ok || ch.Gained != c.gained || ch.Lost != c.lost || !ch.Exact {
-			t.Errorf("%s → %s: %+v %v; want gained %q lost %q", c.old, c.new, ch, ok, c.gained, c.lost)
+		if !ok || ch.Gained != c.gained || ch.Lost != c.lost || !ch.Exact || ch.GainedDays != c.gainedDays || ch.LostDays != c.lostDays {
+			t.Errorf("%s → %s: %+v %v; want gained %q (%d days) lost %q (%d days)", c.old, c.new, ch, ok, c.gained, c.gainedDays, c.lost, c.lostDays)
 		}
 	}
 }
