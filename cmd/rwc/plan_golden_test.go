@@ -188,3 +188,28 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
+
+// docs/plan-comment.md shows the review example as rwc renders it now
+// (-update copies it there).
+func TestDocsShowTheReviewExample(t *testing.T) {
+	want, err := os.ReadFile("testdata/plan/review_example/want.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/plan-comment.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start, end = "<!-- example: cmd/rwc/testdata/plan/review_example/want.md -->\n", "<!-- end of example -->"
+	head, rest, ok := strings.Cut(string(doc), start)
+	example, tail, ok2 := strings.Cut(rest, end)
+	if ok && ok2 && *update {
+		if err := os.WriteFile("../../docs/plan-comment.md", []byte(head+start+string(want)+end+tail), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !ok || !ok2 || example != string(want) {
+		t.Errorf("docs/plan-comment.md does not show testdata/plan/review_example/want.md as it is: copy it between %q and %q", strings.TrimSpace(start), end)
+	}
+}
