@@ -228,9 +228,13 @@ func writeMdAttention(b *strings.Builder, p *compile.Plan) {
 const mdLegend = "<sub>`+` new · `~` changed · `!` destructive · `-` removed from the specs · `=` unchanged definition (its window is refreshed)</sub>\n"
 
 func writeMdFlows(b *strings.Builder, p *compile.Plan) {
-	b.WriteString("| | flow | action | reasons | changes | window | rows |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| | flow | action (reasons) | changes | window | rows |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range p.Flows {
-		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s | %s |\n", symbol(f), f.Flow, f.Action, mdList(compile.Words(f.Reasons)),
+		action := string(f.Action)
+		if len(f.Reasons) > 0 {
+			action += "<br><sub>" + strings.Join(compile.Words(f.Reasons), ", ") + "</sub>"
+		}
+		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s |\n", symbol(f), f.Flow, action,
 			mdList(f.Changes.Words()), windowDays(f.WindowChange), rowsShort(f.RowCounts))
 	}
 	b.WriteString("\n" + mdLegend)
