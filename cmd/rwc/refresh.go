@@ -182,7 +182,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
 	cmd.Flags().BoolVar(&full, "full", false, "delete every row of the target and recompute its window (loses every row outside it)")
-	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print rwc's decision and the SQL the refresh would run (rwc explain FLOW shows the database's plan of it); change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
 	cmd.Flags().StringVar(&batch, "batch", fmt.Sprintf("%dd", run.DefaultBatchDays), "with --where: recompute in batches of this many days along the partition column (7d, as backfill files write batch: 7d), each its own transaction")
