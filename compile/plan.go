@@ -30,6 +30,9 @@ type Plan struct {
 	Flows         []FlowPlan     `json:"flows"`
 	Backfills     []BackfillPlan `json:"backfills"`
 	Diagnostics   diag.List      `json:"diagnostics"`
+	// Select: the --select selectors the plan was made with (Selection);
+	// the plan has only the flows they select, and their backfill files.
+	Select []string `json:"select,omitempty"`
 	// Assumed: what the plan assumed because it could not observe it.
 	Assumed []string    `json:"assumed,omitempty"`
 	Summary PlanSummary `json:"summary"`
@@ -166,6 +169,9 @@ type PlanInput struct {
 	// and adds them up (nil: unknown); nil: not counted. Called for
 	// protected flows only.
 	CountLost func(f *Flow, counts []string) *int64
+	// Select narrows the plan to the selected flows and their backfill
+	// files (nil: every flow); removed flows are then not planned.
+	Select *Selection
 }
 
 // observe is in.Observe for f, noting on fp (when not nil) what it found
@@ -244,6 +250,10 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	in.Observe = onceEach(in.Observe)
 	p.Basis.Specs = SpecsHash(in.Head)
 	p.Basis.SpecFiles = FileHashes(in.Head)
+	if in.Select != nil {
+		p.Select = in.Select.Selectors
+		in.Head = in.Head.Only(in.Select)
+	}
 	flows, err := planFlows(in, rc)
 	if err != nil {
 		return nil, err
@@ -252,7 +262,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if in.Observe == nil {
 		p.Assumed = append(p.Assumed, NoDatabaseAssumption)
 	}
-	if in.Base != nil {
+	if in.Base != nil && in.Select == nil {
 		for _, old := range in.Base.Flows {
 			if in.Head.Flow(old.Name()) == nil {
 				p.Flows = append(p.Flows, FlowPlan{Flow: old.Name(), Pipeline: old.Table.Pipeline.Name, Target: old.Target(),

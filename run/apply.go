@@ -20,6 +20,10 @@ type Deployment struct {
 	// Specs is a snapshot of every spec file, by path, so later plans can
 	// diff against it even where the commit is not available.
 	Specs map[string]string
+	// Partial: only some flows were selected (--select); the apply records
+	// no deployment, which would mark the specs of flows it did not run as
+	// deployed.
+	Partial bool
 }
 
 // Apply refreshes every flow in dependency order and records the
@@ -113,6 +117,9 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 	}
 	if err := tally.Interrupted(ctx, nil, nil, applyNext); err != nil {
 		return results, err
+	}
+	if dep.Partial {
+		return results, nil
 	}
 	err = r.recordDeployment(ctx, dep)
 	return results, r.stateLocked(ctx, "recording the deployment", "every flow was refreshed, but the deployment was not recorded: run rwc apply again to record it", err)

@@ -14,8 +14,10 @@ import (
 type ApplyReport struct {
 	Commit string `json:"commit,omitempty"` // the deployed commit ("" outside git)
 	Dirty  bool   `json:"dirty"`
-	// Deployed: every flow succeeded and the deployment was recorded.
+	// Deployed: every flow succeeded and the deployment was recorded (an
+	// apply with --select, Select, records none).
 	Deployed  bool            `json:"deployed"`
+	Select    []string        `json:"select,omitempty"`
 	StartedAt time.Time       `json:"started_at"`
 	Duration  Millis          `json:"duration_ms"`
 	Flows     []FlowReport    `json:"flows"`

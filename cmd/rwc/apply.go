@@ -113,6 +113,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var allowDirty, dropRemoved, allowLoss bool
 	var format string
+	var selectors []string
 	cmd := &cobra.Command{
 		Use:   "apply [DIR|PLANFILE]",
 		Short: "Create what is new and refresh every flow, in dependency order; record the deployment",
@@ -141,6 +142,17 @@ anything is changed, and all refusals are reported together. --allow-loss
 allows them for every flow and backfill file of this apply (for a backfill
 already started, whose file cannot change, it is the only way).
 
+--select applies only the flows it selects (in dependency order) and their
+backfill files, and refuses, changing nothing, a selection that leaves out a
+flow upstream of a selected one (whose target it reads, directly or through
+other flows) that is new or changed since the last deployment: select it too
+(--select +FLOW). An upstream flow whose definition is deployed may be left
+out. An apply with --select records no deployment: the last deployment stays
+what rwc plan diffs against and what the guards read, so the flows it left
+out are not taken as deployed; the next rwc apply without --select records
+it. --drop-removed does not go with it. A saved plan made with --select
+applies its own selection.
+
 --drop-removed drops the targets of flows the specs no longer define, except
 one whose deployed definition has reset_allowed: false: deploy
 reset_allowed: true for it first, then remove it.
@@ -162,10 +174,27 @@ first batch not committed.`,
 				}
 				dir = saved.SpecDir
 			}
+			if saved != nil && len(saved.Select) > 0 {
+				if len(selectors) > 0 {
+					return fmt.Errorf("the saved plan was made with --select %s and applies that selection: drop --select", strings.Join(saved.Select, " "))
+				}
+				selectors = saved.Select
+			}
+			if dropRemoved && len(selectors) > 0 {
+				return fmt.Errorf("--drop-removed does not go with --select: removed flows are dropped by an apply of every flow")
+			}
 			defer g.dialEarly(cmd.Context())()
-			p, err := loadClean(cmd, dir)
+			all, err := loadClean(cmd, dir)
 			if err != nil {
 				return err
+			}
+			p := all
+			var sel *compile.Selection
+			if len(selectors) > 0 {
+				if sel, err = compile.Select(all, selectors); err != nil {
+					return err
+				}
+				p = all.Only(sel)
 			}
 			opts, err := rf.options(cmd.ErrOrStderr())
 			if err != nil {
@@ -192,14 +221,29 @@ first batch not committed.`,
 					return err
 				}
 			}
-			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
+			if sel != nil {
+				at := timeNow()
+				if opts.Now != nil {
+					at = opts.Now()
+				}
+				undeployed, err := run.Undeployed(cmd.Context(), db, all, dir, at, opts.Zone)
+				if err != nil {
+					return err
+				}
+				if err := sel.CheckOrder(undeployed); err != nil {
+					return err
+				}
+			}
+			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p), Partial: sel != nil}
 			opts.AllowLoss = allowLoss
 			runner := run.New(db, opts)
 			// Listed before the apply, whose deployment no longer has them:
 			// a removed flow keeps the guard it was deployed with.
-			removed, err := runner.RemovedFlows(cmd.Context(), p)
-			if err != nil {
-				return err
+			var removed []run.Removed
+			if sel == nil {
+				if removed, err = runner.RemovedFlows(cmd.Context(), p); err != nil {
+					return err
+				}
 			}
 			ap := newApplyOutput(cmd, format, commit, dirty)
 			_, err = runner.ApplyAll(cmd.Context(), p, dep, run.BackfillJobs(p, dir, commit), ap.refreshed, ap.batch)
@@ -207,13 +251,18 @@ first batch not committed.`,
 				// Removed flows last: only a successful apply drops anything.
 				err = ap.removed(cmd, runner, removed, dropRemoved)
 			}
-			return ap.done(len(p.Flows), err)
+			var selected []string
+			if sel != nil {
+				selected = sel.Selectors
+			}
+			return ap.done(len(p.Flows), len(all.Flows), selected, err)
 		},
 	}
 	rf.add(cmd, g)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text (as it goes), json or markdown (a summary for $GITHUB_STEP_SUMMARY), written when the apply ends")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "apply specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "let refreshes and backfill files of reset_allowed: false flows delete rows their recompute cannot give back")
+	addSelectFlag(cmd, &selectors)
 	cmd.Flags().BoolVar(&dropRemoved, "drop-removed", false, "drop the targets of flows the specs no longer define (their history is lost), unless deployed with reset_allowed: false")
 	return cmd
 }

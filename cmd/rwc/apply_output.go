@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,10 +71,12 @@ func (a *applyOutput) removed(cmd *cobra.Command, runner *run.Runner, removed []
 	return nil
 }
 
-// done writes the end of the apply: the report (json, markdown), the last
-// line (text), the error on stderr; and gives the exit status.
-func (a *applyOutput) done(flows int, err error) error {
-	a.report.Deployed = err == nil
+// done writes the end of the apply of flows of all (selected: by
+// --select, which records no deployment): the report (json, markdown), the
+// last line (text), the error on stderr; and gives the exit status.
+func (a *applyOutput) done(flows, all int, selected []string, err error) error {
+	a.report.Deployed = err == nil && selected == nil
+	a.report.Select = selected
 	a.report.Duration = run.Millis(time.Since(a.start))
 	if err != nil {
 		a.report.Error = err.Error()
@@ -87,7 +90,12 @@ func (a *applyOutput) done(flows int, err error) error {
 	case "markdown":
 		view.ApplyMarkdown(a.out, a.report)
 	default:
-		if err == nil {
+		switch {
+		case err != nil:
+		case selected != nil:
+			fmt.Fprintf(a.out, "applied %d of %s %s (--select %s); the deployment is not recorded: an apply of every flow records it\n",
+				flows, diag.Plural(all, "flow"), applyWhere(a.report), strings.Join(selected, " "))
+		default:
 			fmt.Fprintf(a.out, "applied %s %s\n", diag.Plural(flows, "flow"), applyWhere(a.report))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/internal/scaffold"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/spec"
 	"github.com/rwc-dev/rwc/spec/predicate"
@@ -66,7 +67,13 @@ it in the ledger.`,
 			}
 			doc := map[string]any{"backfill": f.Name(), "where": where, "reason": reason}
 			var body strings.Builder
-			body.WriteString("# yaml-language-server: $schema=../../schemas/backfill.schema.json\n")
+			dir := filepath.Join(specs, spec.BackfillDir)
+			// A schema reference only where it resolves (rwc init writes
+			// the schemas): one to a file that is not there makes editors
+			// complain.
+			if ref := scaffold.SchemaRef(dir, "backfill.schema.json"); ref != "" {
+				body.WriteString(scaffold.Modeline(ref))
+			}
 			enc := yaml.NewEncoder(&body)
 			enc.SetIndent(2)
 			node := &yaml.Node{Kind: yaml.MappingNode}
@@ -79,7 +86,6 @@ it in the ledger.`,
 			if err := enc.Encode(node); err != nil {
 				return err
 			}
-			dir := filepath.Join(specs, spec.BackfillDir)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}

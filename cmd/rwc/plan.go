@@ -25,6 +25,7 @@ import (
 type planFlags struct {
 	format, out, base, at, timezone string
 	detailed, noDatabase            bool
+	selectors                       []string
 }
 
 func newPlanCmd(g *globals) *cobra.Command {
@@ -44,6 +45,9 @@ which would show every flow as new: name one, or ask for a plan without one
 with --no-database (against --base REV, or from nothing). --base REV alone
 does not count: with a database, the plan still reads its row estimates and
 backfill ledger.
+
+--select plans only the flows it selects, and their backfill files (see rwc
+apply --select); a saved plan keeps its selection.
 
 Exit status: 0; with --detailed-exitcode 0 when no definition changed, 2 when
 something did, 1 on errors.`,
@@ -94,6 +98,7 @@ something did, 1 on errors.`,
 	addReadLockTimeout(cmd, g)
 	cmd.Flags().BoolVar(&pf.noDatabase, "no-database", false, "plan without a database, against --base REV or from nothing, even in CI or with RWC_DATABASE_URL set")
 	cmd.Flags().BoolVar(&pf.detailed, "detailed-exitcode", false, "exit 2 when the plan has definition changes, 0 when it has none")
+	addSelectFlag(cmd, &pf.selectors)
 	return cmd
 }
 
@@ -236,6 +241,14 @@ func makePlan(ctx context.Context, g *globals, dir string, pf planFlags) (*compi
 		in.BaseRev = compile.Rev{Source: "state", Commit: state.Commit}
 	}
 	in.Definitions = diff.Classify(in.Base, in.Head, in.At, in.Zone)
+	if len(pf.selectors) > 0 {
+		if in.Select, err = compile.Select(head, pf.selectors); err != nil {
+			return nil, err
+		}
+		if err := in.Select.CheckOrder(compile.Undeployed(in.Base, in.Head, in.Definitions)); err != nil {
+			return nil, err
+		}
+	}
 	p, err := compile.BuildPlan(in)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ func newRefreshCmd(g *globals) *cobra.Command {
 	var full, explain, allowDirty, allowLoss bool
 	var batch string
 	var batchSize int
+	var selectors []string
 	cmd := &cobra.Command{
 		Use:   "refresh [DIR] FLOW...",
 		Short: "Refresh flows now; --where for a one-off predicate, --full to empty and recompute",
@@ -54,13 +55,26 @@ relax it.
 and reasons, the partitions an incremental refresh recomputes, and the exact
 SQL; it reads the database (the fingerprints too) and changes nothing.
 
+--select refreshes the flows it selects instead of named ones (rwc refresh
+[DIR] --select +page_views), in dependency order, and refuses, as rwc apply
+--select does, to leave out a flow upstream of a selected one that is new or
+changed since the last deployment.
+
 Like rwc apply, refresh runs only specs that are the git HEAD commit's: specs
 with uncommitted changes, or outside a git repository, are refused unless
 --allow-dirty (--explain runs nothing and does not check).
 
 SIGINT or SIGTERM rolls back the refresh (or --where batch) that is running,
 keeps what committed before (and says what), and exits 130 or 143.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(selectors) > 0 && len(args) > 1 {
+				return fmt.Errorf("with --select, rwc refresh takes at most DIR (rwc refresh [DIR] --select SELECTOR): the flows are the ones --select selects")
+			}
+			if len(selectors) > 0 {
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
 				return fmt.Errorf("--where is empty: give the CEL predicate of the rows to recompute")
@@ -79,7 +93,13 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 			if allowLoss && full {
 				return fmt.Errorf("--allow-loss does not go with --full: --full is refused on a reset_allowed: false flow whatever the flags; use --where to recompute a range")
 			}
-			specs, names, err := dirAndFlows(cmd, "rwc refresh", args, 0)
+			var specs string
+			var names []string
+			if len(selectors) > 0 {
+				specs, err = oneSpecDir(cmd, specDir(args), len(args) == 1)
+			} else {
+				specs, names, err = dirAndFlows(cmd, "rwc refresh", args, 0)
+			}
 			if err != nil {
 				return err
 			}
@@ -93,6 +113,15 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 			opts, err := rf.options(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			var sel *compile.Selection
+			if len(selectors) > 0 {
+				if sel, err = compile.Select(p, selectors); err != nil {
+					return err
+				}
+				for _, f := range sel.Flows {
+					names = append(names, f.Name())
+				}
 			}
 			var reqs []run.Request
 			for _, name := range names {
@@ -134,6 +163,15 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 				return err
 			}
 			defer db.Close()
+			if sel != nil {
+				undeployed, err := run.Undeployed(cmd.Context(), db, p, specs, timeNow(), opts.Zone)
+				if err != nil {
+					return err
+				}
+				if err := sel.CheckOrder(undeployed); err != nil {
+					return err
+				}
+			}
 			flows := make([]*compile.Flow, len(reqs))
 			for i, req := range reqs {
 				flows[i] = req.Flow
@@ -144,12 +182,13 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
 	cmd.Flags().BoolVar(&full, "full", false, "delete every row of the target and recompute its window (loses every row outside it)")
-	cmd.Flags().BoolVar(&explain, "explain", false, "print the SQL the refresh would run; change nothing")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print rwc's decision and the SQL the refresh would run (rwc explain FLOW shows the database's plan of it); change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
 	cmd.Flags().StringVar(&batch, "batch", fmt.Sprintf("%dd", run.DefaultBatchDays), "with --where: recompute in batches of this many days along the partition column (7d, as backfill files write batch: 7d), each its own transaction")
 	cmd.Flags().IntVar(&batchSize, "batch-size", run.DefaultBatchDays, "the number of days of --batch")
 	_ = cmd.Flags().MarkHidden("batch-size") // its old name (cobra's deprecation notice goes to stdout)
+	addSelectFlag(cmd, &selectors)
 	addSpecsFlag(cmd)
 	rf.add(cmd, g)
 	return cmd

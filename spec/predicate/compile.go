@@ -94,7 +94,13 @@ func cacheKey(text string, cols []Column) string {
 }
 
 func compileText(text string, cols []Column) (*Predicate, []Issue) {
-	c := &compiler{text: text, cols: map[string]Column{}}
+	return compileWith(text, cols, true)
+}
+
+// compileWith is compileText; habits says whether to read a predicate that
+// fails as SQL (sqlHabits), which checks its own rewrite with habits off.
+func compileWith(text string, cols []Column, habits bool) (*Predicate, []Issue) {
+	c := &compiler{text: text, cols: map[string]Column{}, sqlHabits: habits}
 	for _, col := range cols {
 		c.cols[col.Name] = col
 	}
@@ -115,6 +121,8 @@ type compiler struct {
 	issues []Issue
 	info   *ast.SourceInfo
 	parsed *ast.AST
+	// sqlHabits: report SQL habits in a predicate that fails (habits).
+	sqlHabits bool
 }
 
 func (c *compiler) errAt(at Loc, code, hint, format string, args ...any) {
@@ -149,6 +157,9 @@ func (c *compiler) compile() *Predicate {
 	}
 	parsed, iss := env.Parse(c.text)
 	if iss.Err() != nil {
+		if c.habits() {
+			return nil
+		}
 		for _, e := range iss.Errors() {
 			code, hint := "RW201", "check the CEL syntax: operators are &&, ||, !, strings use quotes"
 			if strings.Contains(e.Message, "exceed") || strings.Contains(e.Message, "recursion") {
@@ -161,6 +172,7 @@ func (c *compiler) compile() *Predicate {
 	c.parsed = parsed.NativeRep()
 	c.info = c.parsed.SourceInfo()
 	if !c.screen(c.parsed.Expr()) {
+		c.habits()
 		return nil
 	}
 	c.typeLiterals(c.parsed.Expr())
@@ -170,6 +182,7 @@ func (c *compiler) compile() *Predicate {
 			l := issueLoc(e.Location.Line(), e.Location.Column()+1)
 			c.checkerIssue(l.Line, l.Column, e.Message)
 		}
+		c.habits()
 		return nil
 	}
 	if checked.OutputType() != cel.BoolType {
@@ -186,6 +199,21 @@ func (c *compiler) compile() *Predicate {
 	p.Determinism = root.determinism()
 	p.Columns = root.columns()
 	return p
+}
+
+// habits replaces the issues found so far with the SQL habits in the
+// predicate, each with its CEL spelling, when it has any (sqlhabits.go):
+// cel-go's messages about them only confuse. It says whether it did.
+func (c *compiler) habits() bool {
+	if !c.sqlHabits {
+		return false
+	}
+	found := sqlHabits(c.text, c.cols)
+	if len(found) == 0 {
+		return false
+	}
+	c.issues = found
+	return true
 }
 
 // issueLoc is where an issue from cel-go points, or the start of the
