@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rwc-dev/rwc/internal/gcpolicy"
+	"github.com/rwc-dev/rwc/internal/version"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -22,9 +23,10 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 type globals struct {
-	dsn   string
-	dir   string
-	early *dial // a connection opened while the specs load (dialEarly)
+	dsn     string
+	dir     string
+	noColor bool  // --no-color
+	early   *dial // a connection opened while the specs load (dialEarly)
 	// lockTimeout is every session's lock_timeout: --lock-timeout where a
 	// command has it (0: run.DefaultLockTimeout).
 	lockTimeout time.Duration
@@ -72,7 +74,15 @@ batch not committed; the deployment is recorded once an apply completes), then
 exits with status 130 (SIGINT) or 143 (SIGTERM), 128 + the signal's number. A
 second signal exits at once, with the same status; the server then rolls back
 what was running within about a second. A command that finished its work
-before the signal reached it exits as it would have.`,
+before the signal reached it exits as it would have.
+
+rwc --version prints rwc's version, the module's version, the commit it was
+built from (+dirty: with uncommitted changes) and the Go version. Colours (rwc
+plan on a terminal) are off with --no-color, or with NO_COLOR set to anything
+(https://no-color.org). rwc completion bash|zsh|fish|powershell prints a shell
+completion script; it completes flow names, read from the specs (DIR when the
+command is given one, else ./pipelines).`,
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -86,6 +96,9 @@ before the signal reached it exits as it would have.`,
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL (default $RWC_DATABASE_URL, else the local PostgreSQL under .rwc/)")
 	root.PersistentFlags().StringVarP(&g.dir, "chdir", "C", "", "run as if rwc was started in `DIR`")
+	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "no colours, even on a terminal (as NO_COLOR set to anything does)")
+	root.SetVersionTemplate(strings.ReplaceAll(version.Long(), "{{", "{{`{{`}}"))
+	root.Flags().Bool("version", false, "print rwc's version, the commit it was built from and its Go version")
 	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newStateCmd(g), newLocalCmd(g))
 	return root
 }
@@ -152,6 +165,17 @@ func redactArgs(msg string, args []string) string {
 		}
 	}
 	return msg
+}
+
+// color reports whether output to w gets ANSI colours: only on a
+// terminal, and neither with --no-color nor with NO_COLOR set to anything
+// but the empty string (https://no-color.org).
+func (g *globals) color(w any) bool {
+	return useColor(g.noColor, os.Getenv("NO_COLOR"), isTerminal(w))
+}
+
+func useColor(noColor bool, noColorEnv string, tty bool) bool {
+	return tty && !noColor && noColorEnv == ""
 }
 
 // timeNow is the clock commands resolve current_date() with.

@@ -72,7 +72,7 @@ something did, 1 on errors.`,
 			case "markdown":
 				view.PlanMarkdown(out, p)
 			default:
-				view.PlanText(out, p, isTerminal(out))
+				view.PlanText(out, p, g.color(out))
 			}
 			if p.Diagnostics.HasErrors() {
 				return exitError{1}
@@ -254,4 +254,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// terminalWidth is the width of the terminal w is, or 0 when it is none.
+func terminalWidth(w any) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
 }

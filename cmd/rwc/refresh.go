@@ -60,7 +60,8 @@ with uncommitted changes, or outside a git repository, are refused unless
 
 SIGINT or SIGTERM rolls back the refresh (or --where batch) that is running,
 keeps what committed before (and says what), and exits 130 or 143.`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeFlows(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
 				return fmt.Errorf("--where is empty: give the CEL predicate of the rows to recompute")
