@@ -345,9 +345,12 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	}
 	for _, c := range dec.Columns {
 		fp.SQL = append(fp.SQL, f.AlterSQL(c))
-		if c.Destructive() {
+		switch {
+		case c.Destructive():
 			fp.Destructive = true
 			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
+		case c.Kind == "retyped":
+			fp.Notes = append(fp.Notes, fmt.Sprintf("%s keeps every value (%s → %s widens the column)", c.Change(), c.From, c.To))
 		}
 	}
 	if len(dec.Columns) > 0 {
