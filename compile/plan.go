@@ -176,7 +176,7 @@ func (in PlanInput) observe(f *Flow, fp *FlowPlan) Observation {
 		fp.Notes = append(fp.Notes, fmt.Sprintf("the query reads %s, the target of flow %s, which no apply has created yet: its output types are not checked, and it is planned as if they agree with the target's",
 			missing.Relation, in.targetOf(missing.Relation).Name()))
 	case errors.As(err, &missing):
-		fp.diags.Errorf("RW313", missing.Pos,
+		fp.diags.Errorf("RW502", missing.Pos,
 			"correct the name (schema-qualified when the table is not on the search_path), or create the table before rwc apply, which would fail on it",
 			"flow %s reads %s, which does not exist in the database", f.Name(), missing.Relation)
 	case err != nil:
