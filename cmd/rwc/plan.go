@@ -236,7 +236,7 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	if err != nil || dsn == "" {
 		return nil, err
 	}
-	return open(ctx, dsn, g.lockTimeout)
+	return open(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
 }
 
 func writePlan(path string, p *compile.Plan) error {
