@@ -70,6 +70,17 @@ func Quote(v string) string {
 // it (see the package comment). The environment is lookup's for what this
 // package decides, and the process's for what lib/pq reads.
 func Config(dsn string, lookup Lookup) (pq.Config, error) {
+	return config(dsn, lookup, true)
+}
+
+// Check is Config without the password file (nor its warning): whether
+// dsn, with the environment and the service it names, is one the driver
+// accepts.
+func Check(dsn string, lookup Lookup) (pq.Config, error) {
+	return config(dsn, lookup, false)
+}
+
+func config(dsn string, lookup Lookup, passfile bool) (pq.Config, error) {
 	params, err := Params(dsn)
 	if err != nil {
 		// The driver's own error says what is wrong (it is checked for
@@ -83,7 +94,7 @@ func Config(dsn string, lookup Lookup) (pq.Config, error) {
 	var fromService map[string]string
 	if service != "" {
 		if fromService, err = FindService(service, lookup); err != nil {
-			return pq.Config{}, err
+			return pq.Config{}, &ServiceError{err}
 		}
 	}
 	merged := map[string]string{}
@@ -117,7 +128,7 @@ func Config(dsn string, lookup Lookup) (pq.Config, error) {
 			cfg.SSLMode = pq.SSLModeDisable // as lib/pq does for a socket
 		}
 	}
-	if cfg.Password == "" && len(cfg.Multi) == 0 {
+	if passfile && cfg.Password == "" && len(cfg.Multi) == 0 {
 		file := PassFile(cfg.Passfile, lookup)
 		if file != "" {
 			pw, warning := PasswordFor(file, cfg.Host, cfg.Hostaddr.String(), strconv.Itoa(int(cfg.Port)), cfg.Database, cfg.User)
@@ -131,6 +142,13 @@ func Config(dsn string, lookup Lookup) (pq.Config, error) {
 	}
 	return cfg, nil
 }
+
+// ServiceError is a service that cannot be read: its files' fault, not the
+// connection string's (its message quotes no password).
+type ServiceError struct{ Err error }
+
+func (e *ServiceError) Error() string { return e.Err.Error() }
+func (e *ServiceError) Unwrap() error { return e.Err }
 
 // Warnings is where a password file that is not private is warned of
 // (libpq warns on stderr too, and ignores the file).
