@@ -191,7 +191,7 @@ first batch not committed.`,
 			}
 			dep := run.Deployment{Commit: commit, Dirty: dirty, By: whoami(), Specs: snapshot(p)}
 			out := cmd.OutOrStdout()
-			rep := view.NewBatchReporter(out, isTerminal(out))
+			rep := view.NewBatchReporter(out, terminalWidth(out))
 			opts.AllowLoss = allowLoss
 			runner := run.New(db, opts)
 			// Listed before the apply, whose deployment no longer has them:

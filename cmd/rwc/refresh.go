@@ -174,7 +174,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 // an interrupt does (and says what committed).
 func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSize int) error {
 	failed := 0
-	rep := view.NewBatchReporter(cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()))
+	rep := view.NewBatchReporter(cmd.OutOrStdout(), terminalWidth(cmd.OutOrStdout()))
 	tally := &run.Tally{}
 	for i, req := range reqs {
 		if req.Mode == run.Override {
