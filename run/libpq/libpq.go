@@ -15,6 +15,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -174,13 +176,42 @@ func DefaultSocketDir(port uint16) string {
 // explicitly.
 func Params(dsn string) (map[string]string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		kv, err := pq.ParseURL(dsn)
-		if err != nil {
-			return nil, err
-		}
-		dsn = kv
+		return urlParams(dsn)
 	}
 	return parseKV(dsn)
+}
+
+// urlParams are a URL's parameters, read as the driver reads them (an
+// empty value is not given).
+func urlParams(dsn string) (map[string]string, error) {
+	u, err := neturl.Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		set("user", u.User.Username())
+		set("password", pw)
+	}
+	if host, port, err := net.SplitHostPort(u.Host); err != nil {
+		set("host", u.Host)
+	} else {
+		set("host", host)
+		set("port", port)
+	}
+	if u.Path != "" {
+		set("dbname", u.Path[1:])
+	}
+	for k := range u.Query() {
+		set(k, u.Query().Get(k))
+	}
+	return out, nil
 }
 
 // parseKV reads a key=value connection string as libpq's conninfo_parse
