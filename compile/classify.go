@@ -7,6 +7,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile/query"
+	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -129,8 +130,18 @@ func (c ColumnChange) AsChange() Change {
 	return Change{Kind: kind, Column: c.Column}
 }
 
-// Destructive reports whether applying it can lose data.
-func (c ColumnChange) Destructive() bool { return c.Kind != "added" }
+// Destructive reports whether applying it can lose data: a dropped column,
+// or a retyped one unless the new type holds every value of the old
+// (pgtype.Widens: integer → bigint, varchar(n) → text, ...).
+func (c ColumnChange) Destructive() bool {
+	switch c.Kind {
+	case "added":
+		return false
+	case "retyped":
+		return !pgtype.Widens(c.From, c.To)
+	}
+	return true
+}
 
 // ColumnChanges compares the stored columns with the declared ones.
 func (f *Flow) ColumnChanges(stored []StoredColumn) []ColumnChange {

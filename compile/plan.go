@@ -3,6 +3,7 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -50,6 +51,9 @@ type Rev struct {
 
 // FlowPlan is what the plan does to one flow, and why.
 type FlowPlan struct {
+	// diags are what planning the flow found wrong (a source missing from
+	// the database), for the plan's Diagnostics.
+	diags         diag.List
 	Flow          string            `json:"flow"`
 	Pipeline      string            `json:"pipeline"`
 	Target        string            `json:"target"`
@@ -184,13 +188,49 @@ func (in PlanInput) observe(f *Flow, fp *FlowPlan) Observation {
 	if fp == nil {
 		return obs
 	}
-	if err != nil {
+	var missing *MissingSource
+	switch {
+	case errors.As(err, &missing) && in.targetOf(missing.Relation) != nil:
+		fp.Notes = append(fp.Notes, fmt.Sprintf("the query reads %s, the target of flow %s, which no apply has created yet: its output types are not checked, and it is planned as if they agree with the target's",
+			missing.Relation, in.targetOf(missing.Relation).Name()))
+	case errors.As(err, &missing):
+		fp.diags.Errorf("RW502", missing.Pos,
+			"correct the name (schema-qualified when the table is not on the search_path), or create the table before rwc apply, which would fail on it",
+			"flow %s reads %s, which does not exist in the database", f.Name(), missing.Relation)
+	case err != nil:
 		fp.Notes = append(fp.Notes, "could not check the query's output types against the target's ("+err.Error()+"): planned as if they agree")
 	}
 	for _, m := range obs.Mismatches {
 		fp.Notes = append(fp.Notes, m.String())
 	}
 	return obs
+}
+
+// MissingSource is what PlanInput.Observe returns when the query reads a
+// relation the database does not have: the name as the server quoted it,
+// where the query names it, and the error as a refresh would report it.
+type MissingSource struct {
+	Relation string
+	Pos      diag.Pos
+	Err      error
+}
+
+func (e *MissingSource) Error() string { return e.Err.Error() }
+func (e *MissingSource) Unwrap() error { return e.Err }
+
+// targetOf is the head flow whose target rel (as the server quotes a
+// relation: schema.name, or name) is, or nil.
+func (in PlanInput) targetOf(rel string) *Flow {
+	schema, name, qualified := strings.Cut(rel, ".")
+	if !qualified {
+		name = schema
+	}
+	for _, f := range in.Head.Flows {
+		if f.Name() == name && (!qualified || f.Table.Pipeline.Schema == schema) {
+			return f
+		}
+	}
+	return nil
 }
 
 // onceEach makes observe look at each flow once.
@@ -259,6 +299,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		return nil, err
 	}
 	p.Flows = flows
+	for _, fp := range flows {
+		p.Diagnostics = append(p.Diagnostics, fp.diags...)
+	}
 	if in.Observe == nil {
 		p.Assumed = append(p.Assumed, NoDatabaseAssumption)
 	}
@@ -378,9 +421,12 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	}
 	for _, c := range dec.Columns {
 		fp.SQL = append(fp.SQL, f.AlterSQL(c))
-		if c.Destructive() {
+		switch {
+		case c.Destructive():
 			fp.Destructive = true
 			fp.Notes = append(fp.Notes, c.Change()+" loses data: rwc apply refuses it without --allow-destructive")
+		case c.Kind == "retyped":
+			fp.Notes = append(fp.Notes, fmt.Sprintf("%s keeps every value (%s → %s widens the column)", c.Change(), c.From, c.To))
 		}
 	}
 	if len(dec.Columns) > 0 {

@@ -3,12 +3,33 @@ package run
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rwc-dev/rwc/run/libpq"
 )
 
+// Source names where a connection string ChooseDatabase chose came from,
+// for messages (it never holds a password): --dsn, RWC_DATABASE_URL, or
+// the PG* variables that named the server.
+func Source(flag string, lookup func(string) (string, bool)) string {
+	if flag != "" {
+		return "--dsn"
+	}
+	if url, _ := lookup("RWC_DATABASE_URL"); url != "" {
+		return "RWC_DATABASE_URL"
+	}
+	if vars := libpq.NamingVars(lookup); len(vars) > 0 {
+		return strings.Join(vars, ", ") + ", as psql reads them"
+	}
+	return "the local PostgreSQL"
+}
+
 // ChooseDatabase decides which database a command works on: flag (--dsn)
-// when given, else $RWC_DATABASE_URL when it is not empty, else "" for the
-// local default (the local PostgreSQL under .rwc/, or, for rwc plan, none
-// unless it is running). lookup is os.LookupEnv.
+// when given, else $RWC_DATABASE_URL when it is not empty, else, when
+// PGHOST, PGHOSTADDR, PGPORT, PGDATABASE or PGSERVICE is set, the server
+// they name, as psql would connect (libpq.EnvDSN: the driver reads the
+// rest of the PG* variables, the service file and the password file), else
+// "" for the local default (the local PostgreSQL under .rwc/, or, for rwc
+// plan, none unless it is running). lookup is os.LookupEnv.
 //
 // The local default is refused, with an error saying why and what to do,
 // when the environment says a database was meant to be named: when
@@ -26,6 +47,9 @@ func ChooseDatabase(flag string, lookup func(string) (string, bool), planning bo
 	if url != "" {
 		return url, nil
 	}
+	if !set && len(libpq.NamingVars(lookup)) > 0 {
+		return libpq.EnvDSN(lookup), nil
+	}
 	ci, _ := lookup("CI")
 	if !set && !inCI(ci) {
 		return "", nil
@@ -34,7 +58,7 @@ func ChooseDatabase(flag string, lookup func(string) (string, bool), planning bo
 	if set {
 		why = "RWC_DATABASE_URL is set but empty (a secret that is missing or misnamed, or withheld from a fork's pull request)"
 	} else {
-		why = fmt.Sprintf("CI is set (CI=%s) and no database is named (RWC_DATABASE_URL is not set, and no --dsn)", ci)
+		why = fmt.Sprintf("CI is set (CI=%s) and no database is named (RWC_DATABASE_URL is not set, no --dsn, and no PGHOST, PGDATABASE or PGSERVICE)", ci)
 	}
 	fix := "set RWC_DATABASE_URL to the database's URL, or pass --dsn URL"
 	if planning {

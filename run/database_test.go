@@ -22,7 +22,7 @@ func TestChooseDatabase(t *testing.T) {
 		{name: "flag over variable", flag: "postgres://f", env: map[string]string{"RWC_DATABASE_URL": "postgres://v"}, dsn: "postgres://f"},
 		{name: "CI empty is not CI", env: map[string]string{"CI": ""}, dsn: ""},
 		{name: "CI=false is not CI", env: map[string]string{"CI": "false"}, dsn: ""},
-		{name: "CI", env: map[string]string{"CI": "1"}, err: "CI is set (CI=1) and no database is named (RWC_DATABASE_URL is not set, and no --dsn), so rwc will not fall back"},
+		{name: "CI", env: map[string]string{"CI": "1"}, err: "CI is set (CI=1) and no database is named (RWC_DATABASE_URL is not set, no --dsn, and no PGHOST, PGDATABASE or PGSERVICE), so rwc will not fall back"},
 		{name: "CI, plan", env: map[string]string{"CI": "true"}, planning: true, err: "so rwc plan will not plan without a database"},
 		{name: "empty variable", env: map[string]string{"RWC_DATABASE_URL": ""}, err: "RWC_DATABASE_URL is set but empty"},
 		{name: "empty variable, plan", env: map[string]string{"RWC_DATABASE_URL": ""}, planning: true, err: "pass --no-database"},

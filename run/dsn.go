@@ -3,10 +3,11 @@ package run
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
-	"github.com/lib/pq"
+	"github.com/rwc-dev/rwc/run/libpq"
 )
 
 // A connection string is checked here before the driver sees it: the
@@ -71,9 +72,13 @@ func isURLForm(dsn string) bool { return urlForm.MatchString(dsn) }
 // connection string; its text quotes no connection string, so it is
 // returned as it is.
 func driverProblem(dsn string) (string, error) {
-	_, err := pq.NewConfig(dsn)
+	_, err := libpq.Check(dsn, os.LookupEnv)
 	if err == nil {
 		return "", nil
+	}
+	var se *libpq.ServiceError
+	if errors.As(err, &se) {
+		return "", errors.New(RedactText(se.Error(), dsn))
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "$") || strings.Contains(msg, "environment variable") {

@@ -40,6 +40,9 @@ func (e *QueryError) Unwrap() error { return e.PG }
 // the server's message with its SQLSTATE and what to check, rather than
 // the driver's "pq: …".
 func ConnectProblem(err error) string {
+	if errors.Is(err, pq.ErrSSLNotSupported) {
+		return "the server does not accept SSL connections, and the connection's sslmode (require, verify-ca or verify-full: from the connection string, the service or PGSSLMODE) demands one: enable SSL on the server, or connect with sslmode=prefer (libpq's default, which rwc uses when nothing sets sslmode) or sslmode=disable"
+	}
 	return serverProblem("the server refused the session", err, connectHints)
 }
 

@@ -401,3 +401,32 @@ func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow, guards *
 	}
 	return lossRefusal(f, st, lost, widenedWhat(st, window), allowLossFlag)
 }
+
+// OutsideWindow counts the rows of f's target outside its window resolved
+// at opts.Now: what a full refresh now deletes for good (0 when the
+// target does not exist yet). It only reads; window is the window's CEL.
+func OutsideWindow(ctx context.Context, db *sql.DB, f *compile.Flow, opts Options) (n int64, window string, err error) {
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	p, err := f.Predicate.Resolve(predicate.Resolution{Now: now, Zone: opts.Zone})
+	if err != nil {
+		return 0, "", err
+	}
+	stmts, err := f.Statements(p, true, compile.Observation{})
+	if err != nil {
+		return 0, "", err
+	}
+	tx, err := readOnly(ctx, db, opts.StatementTimeout)
+	if err != nil {
+		return 0, "", err
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, f.Target()).Scan(&exists); err != nil || !exists {
+		return 0, stmts.PredicateCEL, err
+	}
+	err = tx.QueryRowContext(ctx, stmts.CountOutside).Scan(&n)
+	return n, stmts.PredicateCEL, err
+}

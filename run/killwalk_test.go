@@ -220,7 +220,7 @@ batch: 2d
 		seed:    walkSeed,
 		between: walkChange + `; INSERT INTO t VALUES ('2026-01-01', 'dml', 1)`,
 		specs:   map[string]string{"p.yaml": plainCopy},
-		args:    []string{"refresh", "t", "--full", "--allow-dirty", "--specs", "DIR"},
+		args:    []string{"refresh", "t", "--full", "--yes", "--allow-dirty", "--specs", "DIR"},
 		check:   events("t full_refresh"),
 	},
 	{

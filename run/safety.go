@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -95,6 +96,14 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 	obs, _, err := observe(ctx, tx, f)
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
+		var qe *QueryError
+		if errors.As(err, &qe) && qe.PG.Code == "42P01" {
+			rel := ""
+			if m := quotedName.FindStringSubmatch(qe.PG.Message); m != nil {
+				rel = m[1]
+			}
+			err = &compile.MissingSource{Relation: rel, Pos: qe.Pos, Err: qe}
+		}
 	}
 	if err == nil && !obs.TargetMissing {
 		// What the plan compares the spec's indexes with (the refresh reads

@@ -36,7 +36,7 @@ step "a one-off recompute of 18 older days of the clickstream, in batches of 7 d
 $rwc refresh pipelines clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch 7d --allow-dirty
 
 step "a full refresh of sales_daily is refused (reset_allowed: false)"
-$rwc refresh sales_daily --full --allow-dirty || true
+$rwc refresh sales_daily --full --yes --allow-dirty || true
 
 step "rwc status"
 $rwc status

@@ -31,7 +31,7 @@ func (rf *runFlags) add(cmd *cobra.Command, g *globals) {
 	cmd.Flags().StringVar(&rf.timezone, "timezone", envOr("RWC_TIMEZONE", "UTC"), "time zone in which current_date() is read (IANA name; env RWC_TIMEZONE)")
 	cmd.Flags().DurationVar(rf.lockTimeout, "lock-timeout", run.DefaultLockTimeout, "how long any statement waits for a lock (a flow's, a table's) before rwc gives up, naming the table and the session holding it")
 	cmd.Flags().DurationVar(&rf.statementTimeout, "statement-timeout", 0, "abort any statement that runs longer (0: no limit)")
-	cmd.Flags().BoolVar(&rf.allowDestructive, "allow-destructive", false, "allow dropping and retyping target columns")
+	cmd.Flags().BoolVar(&rf.allowDestructive, "allow-destructive", false, "allow dropping target columns, and retyping them to a type that may not hold every value (a widening, integer → bigint, needs no flag)")
 }
 
 // addReadLockTimeout is --lock-timeout for a command that only reads: its

@@ -28,7 +28,7 @@ type applyOutput struct {
 func newApplyOutput(cmd *cobra.Command, format, commit string, dirty bool) *applyOutput {
 	out := cmd.OutOrStdout()
 	start := time.Now()
-	return &applyOutput{format: format, out: out, stderr: cmd.ErrOrStderr(), bars: view.NewBatchReporter(out, isTerminal(out)),
+	return &applyOutput{format: format, out: out, stderr: cmd.ErrOrStderr(), bars: view.NewBatchReporter(out, terminalWidth(out)),
 		report: run.ApplyReport{Commit: commit, Dirty: dirty, StartedAt: start.UTC(), Flows: []run.FlowReport{}}, start: start}
 }
 

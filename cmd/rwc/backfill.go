@@ -33,7 +33,8 @@ given with a different DIR it is refused.) The predicate is type-checked
 against the flow's columns first and must not depend on when it runs. Commit
 the file: the next rwc apply recomputes exactly those rows, once, and records
 it in the ledger.`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeFlows(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return fmt.Errorf("--reason is required: say why; it shows in the audit log")

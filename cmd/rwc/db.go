@@ -46,7 +46,7 @@ func (g *globals) connectOnly(ctx context.Context) (*sql.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		d = startDial(ctx, dsn, g.lockTimeout)
+		d = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
 	}
 	<-d.done
 	if d.err != nil {
@@ -62,23 +62,24 @@ type dial struct {
 	err  error
 }
 
-func startDial(ctx context.Context, dsn string, lockTimeout time.Duration) *dial {
+func startDial(ctx context.Context, dsn, source string, lockTimeout time.Duration) *dial {
 	d := &dial{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		d.db, d.err = open(ctx, dsn, lockTimeout)
+		d.db, d.err = open(ctx, dsn, source, lockTimeout)
 	}()
 	return d
 }
 
-// open connects to dsn and checks that the server answers. Every session
+// open connects to dsn, from source (g.dsnSource), and checks that the
+// server answers. Every session
 // starts with lock_timeout = lockTimeout (0: run.DefaultLockTimeout), so
 // that no statement rwc sends waits for a lock longer, whatever it is and
 // whichever session it runs in: the state's migration, a flow's advisory
 // lock, the type check, probes, VACUUM, the deployment's record, plan's
 // EXPLAIN.
-func open(ctx context.Context, dsn string, lockTimeout time.Duration) (*sql.DB, error) {
-	if err := run.CheckDSN(dsnSource(dsn), dsn); err != nil {
+func open(ctx context.Context, dsn, source string, lockTimeout time.Duration) (*sql.DB, error) {
+	if err := run.CheckDSN(source, dsn); err != nil {
 		return nil, err
 	}
 	if lockTimeout <= 0 {
@@ -92,7 +93,7 @@ func open(ctx context.Context, dsn string, lockTimeout time.Duration) (*sql.DB, 
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("cannot connect to %s: %s", run.Redact(dsn), run.RedactText(run.ConnectProblem(err), dsn))
+		return nil, fmt.Errorf("cannot connect to %s (%s): %s", run.Redact(dsn), source, run.RedactText(run.ConnectProblem(err), dsn))
 	}
 	return db, nil
 }
@@ -108,7 +109,7 @@ func (g *globals) dialEarly(ctx context.Context) func() {
 	if dsn == "" {
 		return func() {}
 	}
-	g.early = startDial(ctx, dsn, g.lockTimeout)
+	g.early = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
 	return func() {
 		if d := g.early; d != nil {
 			g.early = nil
@@ -127,14 +128,18 @@ func (g *globals) namedDSN() string {
 	return dsn
 }
 
-// dsnSource names where dsn came from, for a message about it: --dsn
-// unless it is $RWC_DATABASE_URL's value (when both are set to the same
-// string, either name is right).
-func dsnSource(dsn string) string {
-	if dsn == os.Getenv("RWC_DATABASE_URL") {
-		return "RWC_DATABASE_URL"
+// dsnSource names where dsn came from, for a message about it: --dsn,
+// $RWC_DATABASE_URL (when both are set to the same string, either name is
+// right), the PG* variables that named the server (run.Source), or the
+// local PostgreSQL.
+func (g *globals) dsnSource(dsn string) string {
+	if chosen, _ := run.ChooseDatabase(g.dsn, os.LookupEnv, false); chosen != "" && chosen == dsn {
+		if url := os.Getenv("RWC_DATABASE_URL"); url == dsn {
+			return "RWC_DATABASE_URL"
+		}
+		return run.Source(g.dsn, os.LookupEnv)
 	}
-	return "--dsn"
+	return "the local PostgreSQL under " + run.LocalDir
 }
 
 // resolveDSN is the database to work on (run.ChooseDatabase): the one
@@ -151,13 +156,13 @@ func (g *globals) resolveDSN(ctx context.Context, start bool) (string, error) {
 	}
 	l, err := run.OpenLocal(".", g.stderr)
 	if err != nil {
-		return "", fmt.Errorf("no --dsn or RWC_DATABASE_URL, and the local PostgreSQL cannot be used: %v", err)
+		return "", fmt.Errorf("no --dsn, RWC_DATABASE_URL or PG* variables naming a server (PGHOST, PGDATABASE, PGSERVICE, ...), and the local PostgreSQL cannot be used: %v", err)
 	}
 	if !l.Running() {
 		if !start {
 			return "", nil
 		}
-		fmt.Fprintf(g.stderr, "rwc: no --dsn or RWC_DATABASE_URL: starting the local PostgreSQL under %s (stop it with rwc local stop)\n", run.LocalDir)
+		fmt.Fprintf(g.stderr, "rwc: no --dsn, RWC_DATABASE_URL or PG* variables naming a server: starting the local PostgreSQL under %s (stop it with rwc local stop)\n", run.LocalDir)
 	}
 	if err := l.Start(ctx); err != nil {
 		return "", err

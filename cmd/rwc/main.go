@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rwc-dev/rwc/internal/gcpolicy"
+	"github.com/rwc-dev/rwc/internal/version"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/libpq"
 )
 
 // exitError carries an exit code without printing anything more.
@@ -22,9 +24,10 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 type globals struct {
-	dsn   string
-	dir   string
-	early *dial // a connection opened while the specs load (dialEarly)
+	dsn     string
+	dir     string
+	noColor bool  // --no-color
+	early   *dial // a connection opened while the specs load (dialEarly)
 	// lockTimeout is every session's lock_timeout: --lock-timeout where a
 	// command has it (0: run.DefaultLockTimeout).
 	lockTimeout time.Duration
@@ -42,11 +45,30 @@ func newRoot(stderr io.Writer) *cobra.Command {
 table has a source query and a window predicate; a refresh replaces exactly the
 rows in the window, atomically, and leaves everything else untouched.
 
-The database is --dsn, else $RWC_DATABASE_URL (a URL, postgres://user:pw@host/db,
-or libpq's key=value form), else the local PostgreSQL under .rwc/; in CI (CI set
-to anything) or with RWC_DATABASE_URL set but empty there is no such fallback:
-commands that need a database refuse to start, and rwc plan plans without one
-only with --no-database. A password is
+The database is, the first that applies: --dsn; else $RWC_DATABASE_URL (a URL,
+postgres://user:pw@host/db, or libpq's key=value form); else, when PGHOST,
+PGHOSTADDR, PGPORT, PGDATABASE or PGSERVICE is set, the server they name, as
+psql connects (PGUSER, PGPASSWORD, PGSSLMODE and the password file too; PGUSER
+or PGPASSWORD alone name no server); else the local PostgreSQL under .rwc/. In
+CI (CI set to anything) or with RWC_DATABASE_URL set but empty there is no
+local fallback: commands that need a database refuse to start, and rwc plan
+plans without one only with --no-database. A message about the connection
+names which of these won (--dsn, RWC_DATABASE_URL, the PG* variables), and
+the connection string without its password.
+
+Every connection string is read as libpq (psql) reads it: the PG* variables
+fill in what it leaves out; sslmode is prefer unless something sets it (SSL
+when the server has it, else a plain connection; require, verify-ca and
+verify-full insist); a service (service= or PGSERVICE) is read from
+PGSERVICEFILE, else ~/.pg_service.conf, else PGSYSCONFDIR's pg_service.conf
+(/etc/postgresql-common without it), the string's own parameters ranking
+above the service's and those above the environment's; the password, when
+none is given, comes from PGPASSFILE, else ~/.pgpass, matched as libpq
+matches it (* for any value, \ escaping : and \, the database not named
+being the user's, localhost for the default socket), and ignored, with a
+warning, when group or others may read it; with no host named, the server is
+the Unix socket in /var/run/postgresql or /tmp when one is there (else
+localhost). A password is
 never printed: connection strings are shown redacted, and one that does not
 parse is reported by the part that is malformed (scheme, user info, host, port,
 a parameter, a key=value pair) rather than with the parser's message, which
@@ -72,7 +94,15 @@ batch not committed; the deployment is recorded once an apply completes), then
 exits with status 130 (SIGINT) or 143 (SIGTERM), 128 + the signal's number. A
 second signal exits at once, with the same status; the server then rolls back
 what was running within about a second. A command that finished its work
-before the signal reached it exits as it would have.`,
+before the signal reached it exits as it would have.
+
+rwc --version prints rwc's version, the module's version, the commit it was
+built from (+dirty: with uncommitted changes) and the Go version. Colours (rwc
+plan on a terminal) are off with --no-color, or with NO_COLOR set to anything
+(https://no-color.org). rwc completion bash|zsh|fish|powershell prints a shell
+completion script; it completes flow names, read from the specs (DIR when the
+command is given one, else ./pipelines).`,
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -84,8 +114,11 @@ before the signal reached it exits as it would have.`,
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL (default $RWC_DATABASE_URL, else the local PostgreSQL under .rwc/)")
+	root.PersistentFlags().StringVar(&g.dsn, "dsn", "", "PostgreSQL connection URL or key=value string (default $RWC_DATABASE_URL, else the server PGHOST, PGPORT, PGDATABASE or PGSERVICE name, else the local PostgreSQL under .rwc/)")
 	root.PersistentFlags().StringVarP(&g.dir, "chdir", "C", "", "run as if rwc was started in `DIR`")
+	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "no colours, even on a terminal (as NO_COLOR set to anything does)")
+	root.SetVersionTemplate(strings.ReplaceAll(version.Long(), "{{", "{{`{{`}}"))
+	root.Flags().Bool("version", false, "print rwc's version, the commit it was built from and its Go version")
 	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newStateCmd(g), newLocalCmd(g), newGraphCmd(g), newInitCmd(g), newFmtCmd(g), newExplainCmd(g))
 	return root
 }
@@ -101,6 +134,7 @@ func main() {
 // Everything it prints goes to stdout and stderr, so that the CLI can be
 // run in-process.
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	libpq.Warnings = stderr // a password file others may read
 	ctx, in, stop := catchInterrupts(stderr, os.Exit)
 	defer stop()
 	root := newRoot(stderr)
@@ -152,6 +186,17 @@ func redactArgs(msg string, args []string) string {
 		}
 	}
 	return msg
+}
+
+// color reports whether output to w gets ANSI colours: only on a
+// terminal, and neither with --no-color nor with NO_COLOR set to anything
+// but the empty string (https://no-color.org).
+func (g *globals) color(w any) bool {
+	return useColor(g.noColor, os.Getenv("NO_COLOR"), isTerminal(w))
+}
+
+func useColor(noColor bool, noColorEnv string, tty bool) bool {
+	return tty && !noColor && noColorEnv == ""
 }
 
 // timeNow is the clock commands resolve current_date() with.

@@ -65,7 +65,7 @@ something did, 1 on errors.`,
 				// The diagnostics where the plan would be (a PR comment),
 				// and nothing saved for rwc apply.
 				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %v\n", np.err)
-				if err := writePlanView(cmd.OutOrStdout(), pf.format, np.plan); err != nil {
+				if err := writePlanView(cmd.OutOrStdout(), pf.format, np.plan, false); err != nil {
 					return err
 				}
 				return exitError{1}
@@ -78,7 +78,7 @@ something did, 1 on errors.`,
 					return err
 				}
 			}
-			if err := writePlanView(cmd.OutOrStdout(), pf.format, p); err != nil {
+			if err := writePlanView(cmd.OutOrStdout(), pf.format, p, g.color(cmd.OutOrStdout())); err != nil {
 				return err
 			}
 			if p.Diagnostics.HasErrors() {
@@ -110,14 +110,14 @@ type notPlanned struct {
 
 func (n *notPlanned) Error() string { return n.err.Error() }
 
-func writePlanView(out io.Writer, format string, p *compile.Plan) error {
+func writePlanView(out io.Writer, format string, p *compile.Plan, color bool) error {
 	switch format {
 	case "json":
 		return writeJSON(out, p)
 	case "markdown":
 		view.PlanMarkdown(out, p)
 	default:
-		view.PlanText(out, p, isTerminal(out))
+		view.PlanText(out, p, color)
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func (g *globals) existingDB(ctx context.Context) (*sql.DB, error) {
 	if err != nil || dsn == "" {
 		return nil, err
 	}
-	return open(ctx, dsn, g.lockTimeout)
+	return open(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
 }
 
 func writePlan(path string, p *compile.Plan) error {
@@ -291,4 +291,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// terminalWidth is the width of the terminal w is, or 0 when it is none.
+func terminalWidth(w any) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"database/sql"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,7 +20,7 @@ import (
 func newRefreshCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var where string
-	var full, explain, allowDirty, allowLoss bool
+	var full, explain, allowDirty, allowLoss, yes bool
 	var batch string
 	var batchSize int
 	var selectors []string
@@ -38,8 +40,10 @@ different DIR it is refused.)
 --where CEL recomputes exactly the rows the predicate selects, once, instead of
 the flow's window (a backfill); the flow's own predicate is unchanged.
 --full deletes every row of the target and recomputes the window: every row
-outside the window is lost. rwc says how many first, and refuses when the
-table has properties: {reset_allowed: false}. It deletes rather than
+outside the window is lost. On a terminal, rwc says how many first and asks
+to go ahead; --yes skips the question, and without a terminal (a script, CI)
+--full needs --yes. It refuses when the table has properties:
+{reset_allowed: false}. It deletes rather than
 truncates: readers keep reading the old rows until the refresh commits, and
 never wait for it.
 On such a table, --where is refused too when its DELETE would remove rows its
@@ -75,6 +79,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
+		ValidArgsFunction: completeFlows(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("where") && strings.TrimSpace(where) == "" {
 				return fmt.Errorf("--where is empty: give the CEL predicate of the rows to recompute")
@@ -158,6 +163,10 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 			if _, err := checkCheckout(cmd, specs, allowDirty); err != nil {
 				return err
 			}
+			ask := full && !yes && asksFull(reqs)
+			if ask && !stdinTerminal(cmd.InOrStdin()) {
+				return fmt.Errorf("rwc refresh --full deletes every row of the target outside its window for good, and asks first; stdin is not a terminal, so nothing was changed: pass --yes to go ahead")
+			}
 			db, err := g.connect(cmd.Context())
 			if err != nil {
 				return err
@@ -172,6 +181,11 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 					return err
 				}
 			}
+			if ask {
+				if err := confirmFull(cmd, db, reqs, opts); err != nil {
+					return err
+				}
+			}
 			flows := make([]*compile.Flow, len(reqs))
 			for i, req := range reqs {
 				flows[i] = req.Flow
@@ -182,6 +196,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 	}
 	cmd.Flags().StringVar(&where, "where", "", "one-off CEL predicate to recompute instead of the flow's window")
 	cmd.Flags().BoolVar(&full, "full", false, "delete every row of the target and recompute its window (loses every row outside it)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --full: go ahead without asking (needed without a terminal)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print rwc's decision and the SQL the refresh would run (rwc explain FLOW shows the database's plan of it); change nothing")
 	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "run specs that differ from the HEAD commit's, or that are in no git repository")
 	cmd.Flags().BoolVar(&allowLoss, "allow-loss", false, "on a reset_allowed: false flow: let --where, or a window grown beyond the last one, delete rows the recompute cannot give back")
@@ -198,7 +213,7 @@ keeps what committed before (and says what), and exits 130 or 143.`,
 // an interrupt does (and says what committed).
 func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSize int) error {
 	failed := 0
-	rep := view.NewBatchReporter(cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()))
+	rep := view.NewBatchReporter(cmd.OutOrStdout(), terminalWidth(cmd.OutOrStdout()))
 	tally := &run.Tally{}
 	for i, req := range reqs {
 		if req.Mode == run.Override {
@@ -229,6 +244,52 @@ func runRefreshes(cmd *cobra.Command, r *run.Runner, reqs []run.Request, batchSi
 		return exitError{1}
 	}
 	return nil
+}
+
+// stdinTerminal reports whether rwc can ask on r (stdin); tests replace it.
+var stdinTerminal = func(r io.Reader) bool { return isTerminal(r) }
+
+// asksFull reports whether a --full refresh of reqs asks first: unless
+// every flow's spec says reset_allowed: false, which the refresh refuses
+// whatever the answer.
+func asksFull(reqs []run.Request) bool {
+	for _, req := range reqs {
+		if req.Flow.Table.ResetAllowed {
+			return true
+		}
+	}
+	return false
+}
+
+// confirmFull says, per flow, how many rows --full deletes for good, and
+// asks on stdin to go ahead; anything but y or yes changes nothing.
+func confirmFull(cmd *cobra.Command, db *sql.DB, reqs []run.Request, opts run.Options) error {
+	w := cmd.ErrOrStderr()
+	for _, req := range reqs {
+		f := req.Flow
+		if !f.Table.ResetAllowed {
+			continue
+		}
+		n, window, err := run.OutsideWindow(cmd.Context(), db, f, opts)
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(window, "(") {
+			window = "(" + window + ")"
+		}
+		fmt.Fprintf(w, "rwc: refresh --full of %s deletes every row of %s.%s and recomputes its window %s: %s outside it are lost for good\n",
+			f.Name(), f.Table.Pipeline.Schema, f.Name(), diag.Visible(window), diag.Plural(int(n), "row"))
+	}
+	fmt.Fprint(w, "Go ahead? [y/N] ")
+	answer, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	if err != nil && answer == "" {
+		fmt.Fprintln(w)
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("not confirmed: nothing was changed (--yes goes ahead without asking)")
 }
 
 // refreshNext is what running an interrupted rwc refresh again does.

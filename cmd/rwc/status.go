@@ -68,9 +68,10 @@ func newEventsCmd(g *globals) *cobra.Command {
 	var format string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "events [FLOW]",
-		Short: "Show the refresh log (one planning_information record per refresh)",
-		Args:  cobra.MaximumNArgs(1),
+		Use:               "events [FLOW]",
+		Short:             "Show the refresh log (one planning_information record per refresh)",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeFlow,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
@@ -95,7 +96,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 				}
 				return writeJSON(out, evs)
 			}
-			return view.Events(out, evs)
+			return view.Events(out, evs, terminalWidth(out))
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")

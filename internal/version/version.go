@@ -4,6 +4,7 @@
 package version
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strings"
 )
@@ -60,4 +61,48 @@ func isPseudo(v string) bool {
 		stamp = stamp[i+1:]
 	}
 	return len(stamp) == 14 && len(parts[len(parts)-1]) == 12
+}
+
+// Long is what rwc --version prints: the version (String), then the
+// module's version, the commit the binary was built from (with "+dirty"
+// when the work tree had uncommitted changes) and the Go version, each as
+// the build recorded it ("unknown" when it did not).
+func Long() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		info = &debug.BuildInfo{}
+	}
+	return long(String(), info)
+}
+
+func long(v string, info *debug.BuildInfo) string {
+	module := info.Main.Version
+	if module == "" {
+		module = "unknown"
+	}
+	commit, dirty, at := "unknown", "", ""
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		case "vcs.time":
+			at = " (" + s.Value + ")"
+		}
+	}
+	goVersion := info.GoVersion
+	if goVersion == "" {
+		goVersion = "unknown"
+	}
+	return fmt.Sprintf("rwc %s\nmodule: %s %s\ncommit: %s%s%s\ngo:     %s\n", v, modulePath(info), module, commit, dirty, at, goVersion)
+}
+
+func modulePath(info *debug.BuildInfo) string {
+	if info.Main.Path != "" {
+		return info.Main.Path
+	}
+	return "github.com/rwc-dev/rwc"
 }

@@ -24,3 +24,16 @@ func TestFromBuild(t *testing.T) {
 		}
 	}
 }
+
+func TestLong(t *testing.T) {
+	info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/rwc-dev/rwc", Version: "v0.4.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "118dc86abcdef0123456789"}, {Key: "vcs.modified", Value: "true"}, {Key: "vcs.time", Value: "2026-12-01T12:29:18Z"}}}
+	want := "rwc 0.4.0\nmodule: github.com/rwc-dev/rwc v0.4.0\ncommit: 118dc86abcdef0123456789+dirty (2026-12-01T12:29:18Z)\ngo:     go1.26.8\n"
+	if got := long("0.4.0", info); got != want {
+		t.Errorf("long = %q, want %q", got, want)
+	}
+	want = "rwc dev\nmodule: github.com/rwc-dev/rwc unknown\ncommit: unknown\ngo:     unknown\n"
+	if got := long("dev", &debug.BuildInfo{}); got != want {
+		t.Errorf("long without build info = %q, want %q", got, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/diag"
@@ -106,24 +107,77 @@ func writeCoverage(w io.Writer, f run.FlowStatus) {
 	}
 }
 
-// Events renders the refresh log, one line per event.
-func Events(w io.Writer, evs []run.Event) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tFLOW\tACTION\tREASONS\tDELETED\tINSERTED\tMS\tWINDOW\tBACKFILL")
+// EventsWidth is the width rwc events fits its lines to when its output
+// is not a terminal.
+const EventsWidth = 100
+
+// Events renders the refresh log for a terminal width columns wide (0:
+// EventsWidth): one line per event (when, flow, action, rows, duration),
+// then, indented and wrapped to the width, its reasons, the window it
+// replaced, the backfill it ran for and its error.
+func Events(w io.Writer, evs []run.Event, width int) error {
+	if width <= 0 {
+		width = EventsWidth
+	}
+	type line struct{ started, flow, action, deleted, inserted, ms string }
+	lines := []line{{"STARTED", "FLOW", "ACTION", "DELETED", "INSERTED", "MS"}}
 	for _, e := range evs {
 		action := string(e.Action)
 		if e.Error != "" {
-			action += " FAILED: " + diag.Visible(e.Error)
+			action += " FAILED"
 		}
-		backfill := ""
-		if b := e.Backfill; b != nil {
-			// One line per event: a reason may span several.
-			backfill = diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " ")))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.StartedAt.Format(time.RFC3339), e.Flow, action,
-			strings.Join(compile.Words(e.Reasons), ","), e.RowsDeleted, e.RowsInserted, e.DurationMS, diag.Visible(e.PredicateCEL), backfill)
+		lines = append(lines, line{e.StartedAt.UTC().Format("2006-01-02T15:04:05Z"), e.Flow, action,
+			fmt.Sprint(e.RowsDeleted), fmt.Sprint(e.RowsInserted), fmt.Sprint(e.DurationMS)})
 	}
-	return tw.Flush()
+	var wf, wa, wd, wi, wm int
+	for _, l := range lines {
+		wf, wa = max(wf, len(l.flow)), max(wa, len(l.action))
+		wd, wi, wm = max(wd, len(l.deleted)), max(wi, len(l.inserted)), max(wm, len(l.ms))
+	}
+	for i, l := range lines {
+		fmt.Fprintf(w, "%-20s  %-*s  %-*s  %*s  %*s  %*s\n", l.started, wf, l.flow, wa, l.action, wd, l.deleted, wi, l.inserted, wm, l.ms)
+		if i == 0 {
+			continue
+		}
+		e := evs[i-1]
+		if len(e.Reasons) > 0 {
+			writeWrapped(w, "  reasons: ", strings.Join(compile.Words(e.Reasons), ", "), width)
+		}
+		if e.PredicateCEL != "" {
+			writeWrapped(w, "  window: ", diag.Visible(e.PredicateCEL), width)
+		}
+		if b := e.Backfill; b != nil {
+			writeWrapped(w, "  backfill: ", diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " "))), width)
+		}
+		if e.Error != "" {
+			writeWrapped(w, "  error: ", diag.Visible(strings.Join(strings.Fields(e.Error), " ")), width)
+		}
+	}
+	return nil
+}
+
+// writeWrapped writes prefix and text, wrapped at spaces to lines of at
+// most width columns (a word longer than a line is not cut), each line
+// after the first indented by as much as prefix.
+func writeWrapped(w io.Writer, prefix, text string, width int) {
+	indent := strings.Repeat(" ", len(prefix))
+	line, n := prefix, len(prefix)
+	empty := true
+	for _, word := range strings.Fields(text) {
+		wn := utf8.RuneCountInString(word)
+		if !empty && n+1+wn > width {
+			fmt.Fprintln(w, line)
+			line, n, empty = indent, len(indent), true
+		}
+		if !empty {
+			line += " "
+			n++
+		}
+		line += word
+		n += wn
+		empty = false
+	}
+	fmt.Fprintln(w, line)
 }
 
 func firstLine(s string) string {

@@ -11,10 +11,13 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/run/libpq"
 
 	"github.com/rwc-dev/rwc/internal/version"
 )
@@ -85,7 +88,8 @@ func Open(dsn string, extra ...Setting) (*sql.DB, error) {
 
 // NewConnector is Open's connector, for callers that build their own pool.
 func NewConnector(dsn string, extra ...Setting) (driver.Connector, error) {
-	cfg, err := pq.NewConfig(dsn)
+	cfg, err := libpq.Config(dsn, os.LookupEnv) // as psql would connect
+
 	if err != nil {
 		return nil, err
 	}
