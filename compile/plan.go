@@ -53,21 +53,21 @@ type Rev struct {
 type FlowPlan struct {
 	// diags are what planning the flow found wrong (a source missing from
 	// the database), for the plan's Diagnostics.
-	diags         diag.List
-	Flow          string            `json:"flow"`
-	Pipeline      string            `json:"pipeline"`
-	Target        string            `json:"target"`
-	Action        Action            `json:"action"`
-	Reasons       []Reason          `json:"reasons"`
-	Changes       Changes           `json:"changes"`
-	Window        string            `json:"window,omitempty"`
-	WindowSQL     string            `json:"window_sql,omitempty"`
-	WindowChange  *predicate.Change `json:"window_change,omitempty"`
+	diags        diag.List
+	Flow         string            `json:"flow"`
+	Pipeline     string            `json:"pipeline"`
+	Target       string            `json:"target"`
+	Action       Action            `json:"action"`
+	Reasons      []Reason          `json:"reasons"`
+	Changes      Changes           `json:"changes"`
+	Window       string            `json:"window,omitempty"`
+	WindowSQL    string            `json:"window_sql,omitempty"`
+	WindowChange *predicate.Change `json:"window_change,omitempty"`
 	// OldWindow: the deployed definition's window, resolved at the plan's
 	// instant, when it is not the window now.
-	OldWindow string `json:"old_window,omitempty"`
-	SQL           []string          `json:"sql"`
-	Destructive   bool              `json:"destructive,omitempty"`
+	OldWindow   string   `json:"old_window,omitempty"`
+	SQL         []string `json:"sql"`
+	Destructive bool     `json:"destructive,omitempty"`
 	RowCounts
 	// RowsLost: for a protected flow (reset_allowed: false, in the spec or
 	// as deployed) whose window reaches beyond the last refresh's, with a
@@ -102,7 +102,7 @@ type BackfillPlan struct {
 	Status BackfillStatus `json:"status"`
 	// Range is what it recomputes on the partition column, e.g.
 	// [2026-10-01, 2026-10-31]; "" when that is not a plain range.
-	Range         string `json:"range,omitempty"`
+	Range string `json:"range,omitempty"`
 	RowCounts
 	// AllowLoss: the file says allow_loss: true.
 	AllowLoss bool `json:"allow_loss,omitempty"`
