@@ -184,8 +184,16 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	if err != nil {
 		return err
 	}
+	// The server's own psql, not Debian's /usr/bin/psql, a Perl wrapper
+	// that takes three times as long to start: that would be the hand-
+	// written contender's handicap, not rwc's merit.
+	bin, err := pgcluster.BinDir()
+	if err != nil {
+		return err
+	}
+	psqlBin := filepath.Join(bin, "psql")
 	psql := func(script string) error {
-		cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn, "-c", script)
+		cmd := exec.Command(psqlBin, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn, "-c", script)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("psql: %v\n%s", err, out)
 		}
