@@ -161,16 +161,9 @@ func sqlHabits(text string, cols map[string]Column) []Issue {
 func (r *habitReader) add(h habit) { r.habits = append(r.habits, h) }
 
 func (r *habitReader) isKw(i int, words ...string) bool {
-	if i < 0 || i >= len(r.toks) || r.toks[i].kind != hIdent {
-		return false
-	}
-	if _, col := r.cols[r.toks[i].text]; col {
-		return false
-	}
-	for _, w := range words {
-		if strings.EqualFold(r.toks[i].text, w) {
-			return true
-		}
+	if r.is(i, hIdent, strings.EqualFold, words) {
+		_, col := r.cols[r.toks[i].text]
+		return !col
 	}
 	return false
 }
@@ -178,23 +171,21 @@ func (r *habitReader) isKw(i int, words ...string) bool {
 // isWord is isKw for words that are SQL wherever they stand, even where a
 // column has that name: DATE '2024-01-01' is never CEL.
 func (r *habitReader) isWord(i int, words ...string) bool {
-	if i < 0 || i >= len(r.toks) || r.toks[i].kind != hIdent {
-		return false
-	}
-	for _, w := range words {
-		if strings.EqualFold(r.toks[i].text, w) {
-			return true
-		}
-	}
-	return false
+	return r.is(i, hIdent, strings.EqualFold, words)
 }
 
 func (r *habitReader) isOp(i int, ops ...string) bool {
-	if i < 0 || i >= len(r.toks) || r.toks[i].kind != hOp {
+	return r.is(i, hOp, func(a, b string) bool { return a == b }, ops)
+}
+
+// is reports whether token i is of kind and its text one of texts, as same
+// compares them.
+func (r *habitReader) is(i int, kind habitTokKind, same func(a, b string) bool, texts []string) bool {
+	if i < 0 || i >= len(r.toks) || r.toks[i].kind != kind {
 		return false
 	}
-	for _, o := range ops {
-		if r.toks[i].text == o {
+	for _, t := range texts {
+		if same(r.toks[i].text, t) {
 			return true
 		}
 	}
