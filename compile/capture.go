@@ -102,6 +102,38 @@ func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured
 	return d
 }
 
+// CaptureWrites is what an incremental refresh (pre, from DecideRefresh)
+// writes, in order, given all its capture found, the target's answer
+// included (a plan asks for it first): what rwc apply writes, which does
+// not wait for the target's probe when sources changed. It writes the
+// changed partitions first; when the probe then finds the target changed
+// outside rwc, it writes the whole window on top. The decision returned is
+// the last.
+func (f *Flow) CaptureWrites(pre Decision, window, resolved *predicate.Predicate, found Captured, obs Observation) (Decision, []Statements, error) {
+	aside := found
+	if found.Target != TargetNotProbed {
+		aside.Target = TargetPending
+	}
+	first := f.DecideCapture(pre, window, aside)
+	if first.Await == AwaitBeforeWrite {
+		first = f.DecideCapture(pre, window, found)
+	}
+	s, err := f.Writes(first, resolved, false, obs)
+	if err != nil || first.Await == AwaitNothing {
+		return first, []Statements{s}, err
+	}
+	final := f.DecideCapture(pre, window, found)
+	writes := []Statements{s}
+	if first.Narrowed != nil && final.Narrowed == nil {
+		whole, err := f.Writes(final, resolved, false, obs)
+		if err != nil {
+			return final, nil, err
+		}
+		writes = append(writes, whole)
+	}
+	return final, writes, nil
+}
+
 // Writes is what a decided refresh writes: where (the override's range,
 // the window, or the partitions the capture narrowed it to), and nothing
 // when nothing changed.

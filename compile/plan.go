@@ -413,7 +413,10 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 			assumed.PredicateCEL = oldWindow.Root.CEL()
 		}
 	}
-	dec := in.decide(f, RefreshInput{State: assumed, Window: window, Observed: obs}, &fp)
+	dec, writes, err := in.decide(f, RefreshInput{State: assumed, Window: window, Observed: obs}, &fp)
+	if err != nil {
+		return fp, err
+	}
 	fp.Action, fp.Reasons = dec.Action, dec.Reasons
 	creating := dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing)
 	if creating {
@@ -444,13 +447,11 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.SQL = append(fp.SQL, count)
 		fp.RowsLost = in.CountLost(f, []string{count})
 	}
-	writes, err := f.Writes(dec, window, false, obs)
-	if err != nil {
-		return fp, err
+	for _, w := range writes {
+		fp.SQL = append(fp.SQL, w.List()...)
 	}
-	fp.SQL = append(fp.SQL, writes.List()...)
 	if in.Rows != nil && !dec.Unchanged {
-		fp.RowCounts = in.Rows(f, writes)
+		fp.RowCounts = in.Rows(f, writes[len(writes)-1])
 	}
 	return fp, nil
 }
@@ -458,32 +459,38 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 // decide is the refresh's decision, as rwc apply makes it: when the flow
 // refreshes incrementally, from what the refresh would find changed now
 // (in.FindChanges), noted on fp.
-func (in PlanInput) decide(f *Flow, rin RefreshInput, fp *FlowPlan) Decision {
+func (in PlanInput) decide(f *Flow, rin RefreshInput, fp *FlowPlan) (Decision, []Statements, error) {
 	dec := f.DecideRefresh(rin)
 	if dec.NotIncremental != "" {
 		fp.Notes = append(fp.Notes, "not incremental: "+dec.NotIncremental)
 	}
+	whole := func(d Decision) (Decision, []Statements, error) {
+		s, err := f.Writes(d, rin.Window, false, rin.Observed)
+		return d, []Statements{s}, err
+	}
 	if dec.Action != ActionIncremental {
-		return dec
+		return whole(dec)
 	}
 	if in.FindChanges == nil {
 		fp.Notes = append(fp.Notes, "incremental: only the partitions whose source rows changed are deleted and recomputed (the SQL below, narrowed to them); if the target was changed outside rwc or a dimension changed, the whole window is recomputed instead")
-		return dec
+		return whole(dec)
 	}
 	found, err := in.FindChanges(f, rin.Window)
 	if err != nil {
 		fp.Notes = append(fp.Notes, "could not compare the fingerprints ("+err.Error()+"): the SQL below is the whole window's, which rwc apply narrows to the partitions whose source rows changed")
-		return dec
+		return whole(dec)
 	}
-	dec = f.DecideCapture(dec, rin.Window, found)
+	dec, writes, err := f.CaptureWrites(dec, rin.Window, rin.Window, found, rin.Observed)
 	fp.Partitions = dec.Partitions
 	switch {
 	case dec.Unchanged:
 		fp.Notes = append(fp.Notes, "incremental: no source row changed in the window since the last refresh, and the target is as it left it: rwc apply writes nothing")
 	case dec.Narrowed != nil:
 		fp.Notes = append(fp.Notes, fmt.Sprintf("incremental: the source rows of %d partitions changed since the last refresh (%s): only those are deleted and recomputed", len(dec.Partitions), strings.Join(dec.Partitions, ", ")))
+	case len(writes) > 1:
+		fp.Notes = append(fp.Notes, "the target was changed outside rwc within the window: rwc apply writes the partitions whose source rows changed first (the first DELETE and INSERT below), while it checks the target beside the write, then recomputes the whole window on top, in the same transaction")
 	}
-	return dec
+	return dec, writes, err
 }
 
 // FileHashes identifies each spec file, so a stale plan can name the files

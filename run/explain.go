@@ -13,8 +13,11 @@ import (
 // (compile.Flow.DecideRefresh, then DecideCapture), from what the database
 // shows: read-only, locking nothing.
 type Explained struct {
-	Decision   compile.Decision
-	Statements compile.Statements // what it writes (see compile.Flow.Writes)
+	Decision compile.Decision
+	// Writes: what it writes, in order (see compile.Flow.Writes; after a
+	// narrowed write, the whole window when the target turns out changed:
+	// compile.Flow.CaptureWrites).
+	Writes []compile.Statements
 	Window     string             // its predicate, as CEL
 	Observed   compile.Observation
 	// Assumed: there was no database; the decision is a first refresh's,
@@ -60,15 +63,19 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	}
 	ex.Decision = f.DecideRefresh(in)
 	if !ex.Assumed && ex.Decision.Action == compile.ActionIncremental {
-		if found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout); err != nil {
-			ex.Notes = append(ex.Notes, "could not compare the fingerprints ("+err.Error()+"): the statements are the whole window's, which the refresh narrows to the partitions whose source rows changed")
-		} else {
-			ex.Decision = f.DecideCapture(ex.Decision, window, found)
+		found, err := FindChanges(ctx, db, f, window, opts.StatementTimeout)
+		if err == nil {
+			ex.Decision, ex.Writes, err = f.CaptureWrites(ex.Decision, window, resolved, found, in.Observed)
+			ex.Window = resolved.Root.CEL()
+			return ex, err
 		}
+		ex.Notes = append(ex.Notes, "could not compare the fingerprints ("+err.Error()+"): the statements are the whole window's, which the refresh narrows to the partitions whose source rows changed")
 	}
-	if ex.Statements, err = f.Writes(ex.Decision, resolved, req.Mode == Full, in.Observed); err != nil {
+	s, err := f.Writes(ex.Decision, resolved, req.Mode == Full, in.Observed)
+	if err != nil {
 		return ex, err
 	}
+	ex.Writes = []compile.Statements{s}
 	ex.Window = resolved.Root.CEL()
 	return ex, nil
 }

@@ -31,7 +31,7 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 	for _, m := range ex.Observed.Mismatches {
 		fmt.Fprintf(w, "-- %s\n", m)
 	}
-	if s := ex.Statements; len(s.PushedTo) > 0 {
+	if s := ex.Writes[0]; len(s.PushedTo) > 0 {
 		fmt.Fprintf(w, "-- predicate pushed to: %v\n", s.PushedTo)
 	}
 	for _, c := range ex.Indexes {
@@ -40,8 +40,13 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 		}
 	}
 	fmt.Fprintf(w, "BEGIN;\n")
-	for _, st := range ex.Statements.List() {
-		fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
+	for i, s := range ex.Writes {
+		if i > 0 {
+			fmt.Fprintf(w, "-- the target was changed outside rwc within the window: the whole window, on top\n")
+		}
+		for _, st := range s.List() {
+			fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
+		}
 	}
 	fmt.Fprintf(w, "COMMIT;\n\n")
 }
