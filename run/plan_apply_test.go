@@ -107,6 +107,18 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 					t.Errorf("the plan shows a statement rwc apply did not send:\n%s\nsent:\n%s", stmt, strings.Join(sent, "\n---\n"))
 				}
 			}
+			// And the other way: every DELETE from and INSERT into the
+			// target that apply sent, the plan showed.
+			for _, s := range sent {
+				for _, part := range strings.Split(s, "; ") {
+					part = strings.TrimSuffix(part, ";")
+					if strings.HasPrefix(part, `DELETE FROM "public"."t"`) || strings.HasPrefix(part, `INSERT INTO "public"."t"`) {
+						if !slices.Contains(fp.SQL, part) {
+							t.Errorf("rwc apply sent a statement the plan does not show:\n%s\nthe plan:\n%s", part, strings.Join(fp.SQL, "\n"))
+						}
+					}
+				}
+			}
 		})
 	}
 }
