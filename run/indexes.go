@@ -73,6 +73,16 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		return err
 	}
 	changes := f.IndexChanges(have)
+	if !slices.ContainsFunc(changes, func(c compile.IndexChange) bool { return len(c.SQL) > 0 }) {
+		return nil
+	}
+	// The index changes commit on their own, before the refresh: a query
+	// the refresh cannot run (a user's mistake: a source that does not
+	// exist, a column it lacks) must stop it first, so that it changes
+	// nothing, indexes included.
+	if err := r.checkQuery(ctx, conn, f); err != nil {
+		return err
+	}
 	settings := fmt.Sprintf("SET statement_timeout = %d", r.opts.StatementTimeout.Milliseconds())
 	for _, s := range session.ParserSettings {
 		settings += fmt.Sprintf("; SET %s = %s", s.Name, pq.QuoteLiteral(s.Value))
@@ -93,6 +103,24 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 			}
 		}
 		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), c)
+	}
+	return nil
+}
+
+// checkQuery describes f's query as the refresh will (observe), in a
+// read-only transaction on conn that is rolled back: its error is the
+// refresh's.
+func (r *Runner) checkQuery(ctx context.Context, conn *sql.Conn, f *compile.Flow) error {
+	tx, err := r.begin(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET TRANSACTION READ ONLY"); err != nil {
+		return err
+	}
+	if _, _, err := observe(ctx, tx, f); err != nil {
+		return queryError(f, err)
 	}
 	return nil
 }

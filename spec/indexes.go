@@ -24,7 +24,7 @@ func loadIndexes(n *yaml.Node, src []string, file string) []Index {
 				ix.Key = loadKey(v, file)
 				ix.Pos = diag.Pos{File: file, Line: item.Line, Column: item.Column}
 			case "unique":
-				ix.Unique = v.Value == "true"
+				ix.Unique = isTrue(v)
 			case "using":
 				ix.Using = v.Value
 			case "where":

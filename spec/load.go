@@ -227,7 +227,7 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 			t.PartitionBy, t.PartitionPos = val.Value, at(val)
 		case "properties":
 			if n := keyNode(val, "reset_allowed"); n != nil {
-				t.ResetAllowed = valueOf(val, n).Value == "true"
+				t.ResetAllowed = isTrue(valueOf(val, n))
 			}
 		case "query":
 			t.Query = newText(src, file, val)
@@ -309,7 +309,7 @@ func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.Li
 			b.BatchDays, _ = ParseBatch(v.Value)
 			b.BatchPos = diag.Pos{File: file, Line: v.Line, Column: v.Column}
 		case "allow_loss":
-			b.AllowLoss = v.Value == "true"
+			b.AllowLoss = isTrue(v)
 		}
 	}
 	if strings.TrimSpace(b.Reason) == "" {

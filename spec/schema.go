@@ -83,6 +83,16 @@ func toJSON(n *yaml.Node) any {
 	return n.Value
 }
 
+// isTrue reads a boolean scalar as toJSON (and so the JSON Schema) reads
+// it: YAML's True and TRUE are true too.
+func isTrue(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		return false
+	}
+	b, _ := strconv.ParseBool(n.Value)
+	return b
+}
+
 // validate runs the JSON Schema over doc and turns each failure into a
 // positioned diagnostic in rwc's words.
 // It also returns the instance paths that failed, so the loader can skip

@@ -320,7 +320,7 @@ func mdDetails(f compile.FlowPlan) string {
 		d.WriteString("\n")
 	}
 	for _, n := range f.Notes {
-		fmt.Fprintf(&d, "> **Note:** %s\n\n", diag.Visible(n))
+		fmt.Fprintf(&d, "> **Note:** %s\n\n", mdText(n))
 	}
 	if len(f.SQL) > 0 {
 		d.WriteString(mdBlock("sql", strings.Join(f.SQL, ";\n\n")+";"))

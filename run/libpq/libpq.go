@@ -60,9 +60,11 @@ func EnvDSN(lookup Lookup) string {
 	return strings.Join(parts, " ")
 }
 
-// Quote writes v as a key=value value: quoted when it must be.
+// Quote writes v as a key=value value: quoted when it must be, which is
+// when it holds a quote, a backslash or any white space lib/pq splits at
+// (unicode.IsSpace: a no-break space, a vertical tab, \r, … too).
 func Quote(v string) string {
-	if v != "" && !strings.ContainsAny(v, ` '\`+"\t\n") {
+	if v != "" && !strings.ContainsAny(v, `'\`) && !strings.ContainsFunc(v, unicode.IsSpace) {
 		return v
 	}
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"

@@ -2,6 +2,7 @@ package libpq
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,51 @@ func TestEnvDSN(t *testing.T) {
 	if got := NamingVars(env(map[string]string{"PGUSER": "alice", "PGPASSWORD": "x", "PGHOST": ""})); len(got) != 0 {
 		t.Errorf("PGUSER alone names no server: %v", got)
 	}
+}
+
+// A value holding whitespace other than ASCII space, tab and newline (a
+// no-break space, a vertical tab, a carriage return) survives the
+// round-trip through KV: lib/pq splits values at every unicode.IsSpace,
+// and an unquoted one broke the connection string apart, the driver's
+// error then quoting the password's tail (which no redaction knew of).
+func TestConfigPasswordWithUnicodeSpace(t *testing.T) {
+	for _, pw := range []string{"pa\u00a0ss$word", "pa\vss", "pa\rss", "pa\fss", "pa\u2003ss", "pa\u0085ss"} {
+		for _, dsn := range []string{
+			"host=127.0.0.1 port=1 password='" + pw + "'",
+			"postgres://u:" + strings.ReplaceAll(strings.ReplaceAll(urlEscape(pw), "$", "%24"), "+", "%20") + "@127.0.0.1:1/db",
+		} {
+			for _, f := range []func(string, Lookup) (pq.Config, error){Config, Check} {
+				cfg, err := f(dsn, env(nil))
+				if err != nil {
+					t.Errorf("%q: %v", dsn, err)
+					continue
+				}
+				if cfg.Password != pw {
+					t.Errorf("%q: password %q, want %q", dsn, cfg.Password, pw)
+				}
+			}
+		}
+	}
+	// And from a service file.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "services")
+	if err := os.WriteFile(file, []byte("[s]\nhost=127.0.0.1\npassword=pa\u00a0ss$word\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Check("service=s", env(map[string]string{"PGSERVICEFILE": file}))
+	if err != nil || cfg.Password != "pa\u00a0ss$word" {
+		t.Errorf("a service's password with a no-break space: %q, %v", cfg.Password, err)
+	}
+}
+
+func urlEscape(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
