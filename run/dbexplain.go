@@ -69,7 +69,9 @@ func ExplainPlan(ctx context.Context, db *sql.DB, req Request, opts Options) (Pl
 	if !exists {
 		return out, fmt.Errorf("flow %s: its target %s does not exist yet, and the database cannot plan an INSERT into it: rwc apply (or rwc refresh %s) creates it", f.Name(), f.Target(), f.Name())
 	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// Read-only, bounded, and with rwc's parser settings, as every read of
+	// the user's SQL is.
+	tx, err := readOnly(ctx, db, opts.StatementTimeout)
 	if err != nil {
 		return out, err
 	}
