@@ -6,8 +6,12 @@ PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
 TESTFLAGS ?= -count=1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Lints the CI recipe's workflows (and, where shellcheck is installed, their
+# run: scripts; shellcheck is not required).
+ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+WORKFLOWS   := $(wildcard docs/ci/*.yml .github/workflows/*.yml)
 
-.PHONY: all build test demo bench lint fuzz postgres clean
+.PHONY: all build test demo bench lint fuzz postgres clean actionlint
 
 all: build
 
@@ -21,6 +25,7 @@ test: postgres
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(ACTIONLINT) $(WORKFLOWS)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -46,6 +51,9 @@ soak: postgres
 lint: build
 	$(GO) vet $(PKGS)
 	$(BIN) lint pipelines
+
+actionlint:
+	$(GO) run $(ACTIONLINT) $(WORKFLOWS)
 
 # Short fuzzing sessions of the spec loader (from bytes, and from disk with
 # links, pipes and encodings), the query analysis and the predicate compiler.
