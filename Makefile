@@ -11,7 +11,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 WORKFLOWS   := $(wildcard docs/ci/*.yml .github/workflows/*.yml)
 
-.PHONY: all build test demo bench lint fuzz postgres clean actionlint
+.PHONY: all build test demo bench lint fuzz postgres clean actionlint static release-check
 
 all: build
 
@@ -54,6 +54,19 @@ lint: build
 
 actionlint:
 	$(GO) run $(ACTIONLINT) $(WORKFLOWS)
+
+# The release's linux build (.goreleaser.yaml), with musl-gcc for zig's
+# musl: a static binary. TestCIRecipeSteps runs the recipe with it when
+# RWC_CI_RWC=bin/rwc-static.
+RELEASE_LDFLAGS := -s -w -linkmode external -extldflags -static
+static:
+	CC=musl-gcc CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo,timetzdata \
+	  -ldflags "$(RELEASE_LDFLAGS)" -o bin/rwc-static ./cmd/rwc
+
+# Needs a git remote (goreleaser lists its tags), as in a clone.
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.17.0
+release-check:
+	$(GO) run $(GORELEASER) check
 
 # Short fuzzing sessions of the spec loader (from bytes, and from disk with
 # links, pipes and encodings), the query analysis and the predicate compiler.

@@ -31,7 +31,8 @@ import (
 // them, the env: the workflow gives it, and secrets: the read-only
 // rwc_planner and the deploying rwc_deployer of docs/least-privilege.md
 // (made by its SQL block), none for a fork. The release the recipe
-// downloads is this rwc, served from 127.0.0.1 with its checksums.txt.
+// downloads is this rwc (or the binary RWC_CI_RWC names), served from
+// 127.0.0.1 with its checksums.txt.
 //
 // What is not GitHub's own here: actions/checkout (a shallow fetch of the
 // commit, done by the test), actions/upload-artifact and
@@ -251,14 +252,18 @@ func newCIWorld(t *testing.T, wf *ghWorkflow) *ciWorld {
 	}
 	ci.planner, ci.deployer = withUser(t, dsn, "rwc_planner"), withUser(t, dsn, "rwc_deployer")
 
-	// The release: this rwc, as the goreleaser archive names it.
+	// The release: this rwc, as the goreleaser archive names it; or the
+	// binary RWC_CI_RWC names (a release build, a static one).
 	ci.bin = filepath.Join(ci.dir, "build")
-	if err := pgtest.BuildRWC(filepath.Join(ci.bin, "rwc")); err != nil {
+	built := filepath.Join(ci.bin, "rwc")
+	if given := os.Getenv("RWC_CI_RWC"); given != "" {
+		built = given
+	} else if err := pgtest.BuildRWC(built); err != nil {
 		t.Fatal(err)
 	}
 	version := wf.Env["RWC_VERSION"]
 	archive := fmt.Sprintf("rwc_%s_linux_%s.tar.gz", version, runtime.GOARCH)
-	tgz := tarGz(t, filepath.Join(ci.bin, "rwc"))
+	tgz := tarGz(t, built)
 	sum := sha256.Sum256(tgz)
 	checksums := fmt.Sprintf("%x  rwc_%s_linux_other.tar.gz\n%x  %s\n", sha256.Sum256(nil), version, sum, archive)
 	mux := http.NewServeMux()
