@@ -6,8 +6,12 @@ PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
 TESTFLAGS ?= -count=1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Lints the CI recipe's workflows (and, where shellcheck is installed, their
+# run: scripts; shellcheck is not required).
+ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+WORKFLOWS   := $(wildcard docs/ci/*.yml .github/workflows/*.yml)
 
-.PHONY: all build test demo bench lint fuzz postgres clean
+.PHONY: all build test demo bench lint fuzz postgres clean actionlint static release-check
 
 all: build
 
@@ -21,6 +25,7 @@ test: postgres
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(ACTIONLINT) $(WORKFLOWS)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -46,6 +51,22 @@ soak: postgres
 lint: build
 	$(GO) vet $(PKGS)
 	$(BIN) lint pipelines
+
+actionlint:
+	$(GO) run $(ACTIONLINT) $(WORKFLOWS)
+
+# The release's linux build (.goreleaser.yaml), with musl-gcc for zig's
+# musl: a static binary. TestCIRecipeSteps runs the recipe with it when
+# RWC_CI_RWC=bin/rwc-static.
+RELEASE_LDFLAGS := -s -w -linkmode external -extldflags -static
+static:
+	CC=musl-gcc CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo,timetzdata \
+	  -ldflags "$(RELEASE_LDFLAGS)" -o bin/rwc-static ./cmd/rwc
+
+# Needs a git remote (goreleaser lists its tags), as in a clone.
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.17.0
+release-check:
+	$(GO) run $(GORELEASER) check
 
 # Short fuzzing sessions of the spec loader (from bytes, and from disk with
 # links, pipes and encodings), the query analysis and the predicate compiler.

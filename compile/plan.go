@@ -31,6 +31,10 @@ type Plan struct {
 	Flows         []FlowPlan     `json:"flows"`
 	Backfills     []BackfillPlan `json:"backfills"`
 	Diagnostics   diag.List      `json:"diagnostics"`
+	// Error: why nothing was planned, when it was not the specs' errors
+	// (the database could not be reached or read, --base is no revision):
+	// the plan then has no flows, and rwc plan exits 1.
+	Error string `json:"error,omitempty"`
 	// Select: the --select selectors the plan was made with (Selection);
 	// the plan has only the flows they select, and their backfill files.
 	Select []string `json:"select,omitempty"`

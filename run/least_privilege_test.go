@@ -88,7 +88,8 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 	// Roles are the cluster's, not the database's: remove this one (and
 	// what it owns and was granted here) before the database goes.
 	t.Cleanup(func() {
-		for _, q := range []string{`DROP OWNED BY rwc_deployer CASCADE`, `DROP ROLE IF EXISTS rwc_deployer`} {
+		for _, q := range []string{`DROP OWNED BY rwc_planner CASCADE`, `DROP ROLE IF EXISTS rwc_planner`,
+			`DROP OWNED BY rwc_deployer CASCADE`, `DROP ROLE IF EXISTS rwc_deployer`} {
 			if _, err := db.Exec(q); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}
@@ -116,6 +117,37 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 	if got := pgtest.Rows(t, db, `SELECT event_date || ' ' || title || ' ' || views AS x FROM analytics.page_views`); strings.Join(got, "; ") !=
 		"2026-03-08 Home 1; 2026-03-09 Cart 1; 2026-03-09 Home 1; 2026-03-10 Cart 1" {
 		t.Errorf("page_views after two applies: %q", got)
+	}
+
+	// rwc_planner plans, against the deployed state (nothing to do, then a
+	// changed window), and can write nothing: not a target, not rwc's
+	// state, not a source.
+	planner := asRole(t, dsn, "rwc_planner")
+	if code, out := runRWC(t, planner, "plan", "--detailed-exitcode", good); code != 0 {
+		t.Errorf("rwc plan as rwc_planner of what is deployed: exit %d, want 0:\n%s", code, out)
+	}
+	wider := writeSpecs(t, map[string]string{"views.yaml": strings.Replace(leastPrivilegeSpec, "2026-03-01", "2026-02-01", 1)})
+	if code, out := runRWC(t, planner, "plan", "--detailed-exitcode", wider); code != 2 || !strings.Contains(out, "page_views") {
+		t.Errorf("rwc plan as rwc_planner of a wider window: exit %d, want 2:\n%s", code, out)
+	}
+	asPlanner, err := sql.Open("postgres", planner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asPlanner.Close()
+	for _, q := range []string{
+		`DELETE FROM analytics.page_views`,
+		`INSERT INTO analytics.page_views VALUES ('2000-01-01', 'x', 1)`,
+		`DELETE FROM rwc.deployments`,
+		`INSERT INTO raw.events VALUES ('2000-01-01', 'x')`,
+		`CREATE TABLE analytics.planted (x int)`,
+		`SELECT raw.log_view('x')`,
+	} {
+		_, err := asPlanner.Exec(q)
+		var pe *pq.Error
+		if err == nil || !errors.As(err, &pe) || (pe.Code != "25006" && pe.Code != "42501") {
+			t.Errorf("as rwc_planner, %s: %v; want a read-only transaction or permission denied", q, err)
+		}
 	}
 
 	before := pgtest.Rows(t, db, `SELECT event_date || ' ' || page AS x FROM raw.events`)

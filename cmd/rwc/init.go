@@ -21,7 +21,11 @@ func newInitCmd(g *globals) *cobra.Command {
   pipelines/example.yaml        a sample pipeline that lints clean (only when
                                 pipelines/ has no *.yaml spec yet)
   .github/workflows/rwc.yml     the CI recipe of docs/ci.md: lint and plan on
-                                pull requests, apply on merge
+                                pull requests, apply on merge and daily, with
+                                this rwc's release (when it is one) pinned
+  .github/workflows/rwc-comment.yml
+                                posts the plan as the pull request's comment
+                                (forks' too)
   .rwc-schemas/*.schema.json    the JSON Schemas of the spec formats, which
                                 the specs reference relatively
                                 (# yaml-language-server: $schema=...), so

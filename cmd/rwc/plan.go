@@ -70,6 +70,16 @@ something did, 1 on errors.`,
 				}
 				return exitError{1}
 			}
+			if err != nil && pf.format != "text" {
+				// Still a plan where the plan would be (a PR comment), saying
+				// why there is none; nothing saved for rwc apply.
+				msg := redactArgs(err.Error(), append([]string{g.dsn, os.Getenv("RWC_DATABASE_URL")}, args...))
+				fmt.Fprintf(cmd.ErrOrStderr(), "rwc: %s\n", msg)
+				if err := writePlanView(cmd.OutOrStdout(), pf.format, failedPlan(specDir(args), pf, msg), false); err != nil {
+					return err
+				}
+				return exitError{1}
+			}
 			if err != nil {
 				return err
 			}
@@ -109,6 +119,24 @@ type notPlanned struct {
 }
 
 func (n *notPlanned) Error() string { return n.err.Error() }
+
+// failedPlan is the plan of a plan that failed for another reason than
+// the specs' errors: no flows, and the error. Its instant and zone are the
+// flags' when they parse.
+func failedPlan(dir string, pf planFlags, msg string) *compile.Plan {
+	zone, zerr := time.LoadLocation(pf.timezone)
+	if zerr != nil {
+		zone = time.UTC
+	}
+	at, aerr := parseAt(pf.at, zone)
+	if aerr != nil {
+		at = timeNow()
+	}
+	commit, dirty, _ := diff.Head(dir)
+	p := compile.NotPlanned(dir, compile.Rev{Source: "worktree", Commit: commit, Dirty: dirty}, at, zone, diag.List{})
+	p.Error = msg
+	return p
+}
 
 func writePlanView(out io.Writer, format string, p *compile.Plan, color bool) error {
 	switch format {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
+	"github.com/rwc-dev/rwc/internal/version"
 	"github.com/rwc-dev/rwc/schemas"
 )
 
@@ -24,6 +26,29 @@ var Example []byte
 //
 //go:embed github-actions.yml
 var Workflow []byte
+
+// CommentWorkflow is docs/ci/github-actions-comment.yml, copied: the
+// workflow that posts Workflow's plans as pull request comments.
+//
+//go:embed github-actions-comment.yml
+var CommentWorkflow []byte
+
+// rwcVersionLine is Workflow's line pinning the rwc release it downloads.
+var rwcVersionLine = regexp.MustCompile(`(?m)^  RWC_VERSION: "[^"\n]*"`)
+
+// releaseVersion is a release's version (0.4.0), not a build's
+// (0.0.0-118dc86abcde, dev).
+var releaseVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// WorkflowFor is Workflow pinned to the rwc release version: the rwc that
+// writes it downloads itself in CI. A build that is no release (dev, a
+// commit) leaves the recipe's pin as it is.
+func WorkflowFor(version string) []byte {
+	if !releaseVersion.MatchString(version) || version == "0.0.0" {
+		return Workflow
+	}
+	return rwcVersionLine.ReplaceAll(Workflow, []byte(`  RWC_VERSION: "`+version+`"`))
+}
 
 // SchemaDir is where rwc init writes the JSON Schemas, in the repository:
 // spec files reference them relatively, so editors find them offline, at
@@ -40,6 +65,11 @@ type File struct {
 // directory is specDir (relative, default "pipelines"); the sample
 // pipeline only when withExample.
 func Files(specDir string, withExample bool) []File {
+	return FilesFor(specDir, withExample, version.String())
+}
+
+// FilesFor is Files as the rwc of version writes them (WorkflowFor).
+func FilesFor(specDir string, withExample bool, version string) []File {
 	var out []File
 	if withExample {
 		ex := Example
@@ -49,7 +79,8 @@ func Files(specDir string, withExample bool) []File {
 		out = append(out, File{filepath.Join(specDir, "example.yaml"), ex})
 	}
 	out = append(out,
-		File{filepath.Join(".github", "workflows", "rwc.yml"), Workflow},
+		File{filepath.Join(".github", "workflows", "rwc.yml"), WorkflowFor(version)},
+		File{filepath.Join(".github", "workflows", "rwc-comment.yml"), CommentWorkflow},
 		File{filepath.Join(SchemaDir, "pipeline.schema.json"), schemas.Pipeline},
 		File{filepath.Join(SchemaDir, "backfill.schema.json"), schemas.Backfill},
 	)

@@ -10,14 +10,33 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 )
 
-// TestWorkflowIsTheRecipe: rwc init writes docs/ci.md's workflow, copied.
+// TestWorkflowIsTheRecipe: rwc init writes docs/ci.md's workflows, copied.
 func TestWorkflowIsTheRecipe(t *testing.T) {
-	want, err := os.ReadFile("../../docs/ci/github-actions.yml")
-	if err != nil {
-		t.Fatal(err)
+	for name, got := range map[string][]byte{"github-actions.yml": Workflow, "github-actions-comment.yml": CommentWorkflow} {
+		want, err := os.ReadFile("../../docs/ci/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("internal/scaffold/%s differs from docs/ci/%[1]s: copy it again (cp docs/ci/%[1]s internal/scaffold/)", name)
+		}
 	}
-	if !bytes.Equal(Workflow, want) {
-		t.Error("internal/scaffold/github-actions.yml differs from docs/ci/github-actions.yml: copy it again (cp docs/ci/github-actions.yml internal/scaffold/)")
+}
+
+// TestWorkflowFor: a release pins itself in the workflow it writes; any
+// other build leaves the recipe's pin.
+func TestWorkflowFor(t *testing.T) {
+	if n := len(rwcVersionLine.FindAll(Workflow, -1)); n != 1 {
+		t.Fatalf("the workflow has %d RWC_VERSION lines, want 1", n)
+	}
+	got := WorkflowFor("4.5.6")
+	if !bytes.Contains(got, []byte("\n  RWC_VERSION: \"4.5.6\"")) || !bytes.Equal(rwcVersionLine.ReplaceAll(got, nil), rwcVersionLine.ReplaceAll(Workflow, nil)) {
+		t.Errorf("WorkflowFor(4.5.6) changed more than the pin, or not the pin")
+	}
+	for _, v := range []string{"dev", "0.0.0-118dc86abcde", "0.0.0-118dc86abcde+dirty", "0.0.0", "1.2"} {
+		if !bytes.Equal(WorkflowFor(v), Workflow) {
+			t.Errorf("WorkflowFor(%q) changed the workflow", v)
+		}
 	}
 }
 

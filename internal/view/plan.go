@@ -157,6 +157,15 @@ const maxMarkdown = 65000
 func PlanMarkdown(w io.Writer, p *compile.Plan) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### rwc plan\n\n`%s` → `%s`, resolved at %s (%s)\n\n", sideText(p.Base), sideText(p.Head), p.At.Format("2006-01-02T15:04:05Z07:00"), p.Timezone)
+	if p.Error != "" {
+		fmt.Fprintf(&b, "**rwc plan failed: nothing was planned.** %s\n", mdText(p.Error))
+		if len(p.Diagnostics) > 0 {
+			b.WriteString("\n")
+			writeMdDiagnostics(&b, p.Diagnostics)
+		}
+		io.WriteString(w, b.String())
+		return
+	}
 	if len(p.Flows) == 0 && p.Diagnostics.HasErrors() {
 		fmt.Fprintf(&b, "**The specs have errors: nothing was planned.** Fix them (`rwc lint %s` shows each in its context) and push again.\n\n", p.SpecDir)
 		writeMdDiagnostics(&b, p.Diagnostics)
