@@ -40,15 +40,36 @@ type Statements struct {
 	// after the sources dropped its days loses those days' rows. Run only
 	// for overrides of protected flows (Flow.Protected).
 	CountLost string
+	// A partitioned target's (see partitionedWrites): Premake creates the
+	// partitions missing for what the refresh writes, before its DELETE;
+	// Swaps replace whole partitions, their Exchange run under Lock, the
+	// refresh's last statements before it commits.
+	Premake []string
+	Swaps   []Swap
+	Lock    string
 }
 
-// List returns the statements that change data, in order, for display.
+// List returns the statements that change data, in the order they run,
+// for display.
 func (s Statements) List() []string {
 	var out []string
-	for _, x := range []string{s.Delete, s.Insert} {
-		if x != "" {
-			out = append(out, x)
+	add := func(xs ...string) {
+		for _, x := range xs {
+			if x != "" {
+				out = append(out, x)
+			}
 		}
+	}
+	add(s.Premake...)
+	add(s.Delete, s.Insert)
+	for _, sw := range s.Swaps {
+		add(sw.Build, sw.Load)
+		add(sw.Prepare...)
+		add(sw.CountOld)
+	}
+	add(s.Lock)
+	for _, sw := range s.Swaps {
+		add(sw.Exchange...)
 	}
 	return out
 }
@@ -82,6 +103,16 @@ type Observation struct {
 	// refresh compares them before its transaction, see Flow.IndexChanges).
 	Indexes     []CatalogIndex `json:",omitempty"`
 	IndexesRead bool           `json:",omitempty"`
+	// Partitioned: the target is a partitioned table; Partitions are its
+	// partitions when they were read (PartitionsRead: a refresh and a plan
+	// with a database read them; without, the plan assumes rwc's names).
+	Partitioned    bool             `json:",omitempty"`
+	Partitions     []PartitionBound `json:",omitempty"`
+	PartitionsRead bool             `json:",omitempty"`
+	// Today is the refresh's day, its clock read in its time zone (not the
+	// database's): a partitioned target gets partitions up to a little
+	// after it, and those after it are not swapped.
+	Today predicate.Date `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the
@@ -116,14 +147,13 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		PredicateSQL:  where,
 		PredicateCEL:  p.Root.CEL(),
 		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
-		CreateTable:   fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
+		CreateTable:   f.createTable(defs),
 		CreateIndexes: f.CreateIndexes(),
 		CountOutside:  fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}
 	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed
-	list := strings.Join(cols, ", ")
-	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", s.Target, list, list, f.typedSource(p.Columns, src), where)
+	s.Insert = f.insertSQL(s.Target, p, src, where)
 	if full {
 		s.Delete = "DELETE FROM " + s.Target
 	} else {
@@ -131,6 +161,37 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where)
 	}
 	return s, nil
+}
+
+// createTable is the target's CREATE TABLE, partitioned by range on its
+// partitioning column when it has one.
+func (f *Flow) createTable(defs []string) string {
+	s := fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", "))
+	if f.Partitioned() {
+		s += " PARTITION BY RANGE (" + pq.QuoteIdentifier(f.Table.Partitioning.By) + ")"
+	}
+	return s
+}
+
+// insertSQL is the INSERT BY NAME into into (the target, or a staging
+// table) of src's rows in the window where.
+func (f *Flow) insertSQL(into string, p *predicate.Predicate, src, where string) string {
+	cols := make([]string, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = pq.QuoteIdentifier(c.Name)
+	}
+	list := strings.Join(cols, ", ")
+	return fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s FROM (\n%s\n) AS src\nWHERE %s", into, list, list, f.typedSource(p.Columns, src), where)
+}
+
+// insertInto is insertSQL for p, pushed down.
+func (f *Flow) insertInto(into string, p *predicate.Predicate, obs Observation) (string, error) {
+	where, err := p.SQL(nil)
+	if err != nil {
+		return "", err
+	}
+	src, _ := f.pushedQuery(p, obs)
+	return f.insertSQL(into, p, src, where), nil
 }
 
 // WindowLoss is the count a window refresh of a protected flow runs, in
