@@ -113,9 +113,9 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 	case d.Unchanged:
 		return Statements{}, nil
 	case f.Partitioned() && d.Narrowed != nil:
-		return f.partitionedWrites(d, d.Narrowed, false, true, obs)
+		return f.partitionedWrites(d, d.Narrowed, resolved, false, true, obs)
 	case f.Partitioned():
-		return f.partitionedWrites(d, resolved, full, false, obs)
+		return f.partitionedWrites(d, resolved, resolved, full, false, obs)
 	case d.Narrowed != nil:
 		s, err := f.Statements(d.Narrowed, false, obs)
 		if err == nil && s.Insert != "" {

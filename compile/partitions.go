@@ -1,9 +1,11 @@
 package compile
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,11 +124,10 @@ func (f *Flow) partitionsOf(p *predicate.Predicate, today predicate.Date) ([]dat
 		return nil, nil
 	}
 	if !hasHi {
-		hi = max(lo, today)
+		hi = f.partitionStart(max(lo, today))
 		for range premakeAhead {
-			hi = f.partitionEnd(f.partitionStart(hi))
+			hi = f.partitionEnd(hi)
 		}
-		hi--
 	}
 	var out []dateRange
 	for start := f.partitionStart(lo); start <= hi; start = f.partitionEnd(start) {
@@ -138,14 +139,35 @@ func (f *Flow) partitionsOf(p *predicate.Predicate, today predicate.Date) ([]dat
 	return out, nil
 }
 
-// existing is the partition of obs that has range r, "" when none has.
-func existing(obs Observation, r dateRange) string {
+// existing is the partition of obs that has range r, "" when none has;
+// overlapped says that another partition holds part of r (one made by
+// hand, or a plain target's history attached as one partition: see
+// docs/concepts.md): rwc neither creates r nor swaps it, and refreshes its
+// rows with DELETE and INSERT through the parent.
+func existing(obs Observation, r dateRange) (name string, overlapped bool) {
 	for _, b := range obs.Partitions {
-		if b.From == r.from && b.To == r.to {
-			return b.Name
+		switch {
+		case b.From == r.from && b.To == r.to:
+			return b.Name, false
+		case b.From < r.to && r.from < b.To:
+			overlapped = true
 		}
 	}
-	return ""
+	return "", overlapped
+}
+
+// union is the ranges of a and of b, in order, once each.
+func union(a, b []dateRange) []dateRange {
+	seen := map[dateRange]bool{}
+	var out []dateRange
+	for _, r := range append(slices.Clone(a), b...) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(x, y dateRange) int { return cmp.Compare(x.from, y.from) })
+	return out
 }
 
 // Swap is the replacement of one whole partition: its new rows are built
@@ -232,13 +254,14 @@ func stageIndexSQL(stage string, ix Index) string {
 }
 
 // partitionedWrites is Writes for a partitioned target: the partitions
-// missing for what it writes are created, those wholly inside it (up to
+// missing for what it writes (p) or for the window (or the override's
+// range: resolved) are created, those wholly inside it (up to
 // the refresh's day: later ones are empty, or nearly) are swapped, and the
 // rest of p is deleted and inserted through the parent. An override (a
 // backfill) and a full refresh delete and insert throughout: their
 // partitions are created first, and a backfill's store step fingerprints
 // the target right after its write, before any swap could have run.
-func (f *Flow) partitionedWrites(d Decision, p *predicate.Predicate, full, perPartition bool, obs Observation) (Statements, error) {
+func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, full, perPartition bool, obs Observation) (Statements, error) {
 	s, err := f.Statements(p, full, obs)
 	if err != nil {
 		return s, err
@@ -250,12 +273,14 @@ func (f *Flow) partitionedWrites(d Decision, p *predicate.Predicate, full, perPa
 	if err != nil {
 		return s, err
 	}
-	created := map[dateRange]bool{}
+	all, err := f.partitionsOf(resolved, obs.Today)
+	if err != nil {
+		return s, err
+	}
 	if obs.PartitionsRead || d.Action == ActionCreate {
-		for _, r := range ranges {
-			if existing(obs, r) == "" {
+		for _, r := range union(all, ranges) {
+			if name, overlapped := existing(obs, r); name == "" && !overlapped {
 				s.Premake = append(s.Premake, f.premakeSQL(r)...)
-				created[r] = true
 			}
 		}
 	}
@@ -268,7 +293,10 @@ func (f *Flow) partitionedWrites(d Decision, p *predicate.Predicate, full, perPa
 		if len(issues) > 0 || r.from > obs.Today || !predicate.Contains(p, rp) {
 			continue
 		}
-		old := existing(obs, r)
+		old, overlapped := existing(obs, r)
+		if overlapped {
+			continue
+		}
 		if old == "" {
 			old = PartitionName(f.Table.Name, r.from, false) // created above, or assumed
 		}

@@ -312,6 +312,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		return fp, err
 	}
 	obs := in.observe(f, &fp)
+	obs.Today = rc.Today()
 	stmts, err := f.Statements(window, false, obs)
 	if err != nil {
 		return fp, err

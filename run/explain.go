@@ -54,6 +54,7 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 			return ex, err
 		}
 	}
+	in.Observed.Today = res.Today()
 	ex.Observed = in.Observed
 	if in.Observed.IndexesRead {
 		ex.Indexes = f.IndexChanges(in.Observed.Indexes)

@@ -47,6 +47,9 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err != nil {
 		return err
 	}
+	if err := rt.swap(ctx); err != nil {
+		return err
+	}
 	if err := rt.tx.Commit(); err != nil {
 		return err
 	}
@@ -109,6 +112,10 @@ func (rt *refreshTx) observe(ctx context.Context) error {
 	for _, m := range rt.obs.Mismatches {
 		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), m)
 	}
+	if err := observePartitions(ctx, rt.tx, rt.oid, &rt.obs); err != nil {
+		return err
+	}
+	rt.obs.Today = rt.r.today()
 	if rt.st, err = loadFlowState(ctx, rt.tx, f.Name()); err != nil {
 		return err
 	}
@@ -150,6 +157,9 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
 	if err := adoptable(f, rt.st, rt.oid); err != nil {
+		return err
+	}
+	if err := partitioningAgrees(f, rt.obs); err != nil {
 		return err
 	}
 	// Before anything is written or altered (column changes commit on
@@ -220,12 +230,30 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
 	rt.c.target.waitLocks()
-	var err error
-	if res.RowsDeleted, res.RowsInserted, err = write(ctx, rt.tx, f, rt.stmts, res.RowsDeleted, rt.counts); err != nil {
+	w, err := write(ctx, rt.tx, f, rt.stmts, res.RowsDeleted, rt.counts)
+	if err != nil {
 		return err
 	}
+	res.RowsDeleted, res.RowsInserted, res.swapped, res.staged = w.deleted, w.inserted, w.swapped, w.staged
 	if rt.dec.Await != compile.AwaitNothing {
-		rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, rt.resolved, rt.obs, res)
+		rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, &rt.stmts, rt.resolved, rt.obs, res)
+	}
+	return err
+}
+
+// swap exchanges a partitioned target's staged partitions for the old
+// ones, last before the commit (Runner.swapPartitions). The probes aside
+// have ended by now (store waited for them), and with them their locks on
+// the target, which the swap's lock would otherwise wait for.
+func (rt *refreshTx) swap(ctx context.Context) error {
+	if rt.stmts.Lock == "" {
+		return nil
+	}
+	rt.c.target.result()
+	rt.c.later.result()
+	held, err := rt.r.swapPartitions(ctx, rt.tx, rt.f, rt.stmts)
+	if err == nil {
+		fmt.Fprintf(rt.r.opts.Log, "%s: swapped %d partitions in (the target locked for %s before the commit)\n", rt.f.Name(), len(rt.stmts.Swaps), held.Round(time.Microsecond))
 	}
 	return err
 }

@@ -65,9 +65,12 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 		return compile.Observation{}, err
 	}
 	defer tx.Rollback()
-	obs, _, err := observe(ctx, tx, f)
+	obs, oid, err := observe(ctx, tx, f)
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
+	}
+	if err == nil {
+		err = observePartitions(ctx, tx, oid, &obs)
 	}
 	if err == nil && !obs.TargetMissing {
 		// What the plan compares the spec's indexes with (the refresh reads

@@ -1,0 +1,215 @@
+package run_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
+)
+
+// partSpec is dailySpec with a partitioned target: one partition a day.
+var partSpec = strings.Replace(dailySpec, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1)
+
+// partitions lists the target's partitions with their bounds, by name.
+func (e *env) partitions(table string) []string {
+	return e.rows(`SELECT c.relname || ': ' || pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = '` + table + `'::regclass ORDER BY 1`)
+}
+
+// oidOf is a table's oid, as text ("" when it does not exist).
+func (e *env) oidOf(table string) string {
+	return e.value(`SELECT coalesce(to_regclass($1)::oid::text, '')`, table)
+}
+
+// windowRows is what the target holds from day on, as "d k v" lines.
+func (e *env) windowRows(table, from string) []string {
+	return e.rows(`SELECT d || ' ' || k || ' ' || v FROM ` + table + ` WHERE d >= '` + from + `' ORDER BY 1`)
+}
+
+// The life of a partitioned target: created partitioned, with its
+// partitions made ahead of the window; a refresh swaps the window's
+// partitions in (new tables: nothing deleted, nothing dead); the next day
+// adds the day's partition and keeps the one that left the window; an
+// incremental refresh swaps only the changed day's partition.
+func TestPartitionLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, res, compile.ActionCreate, compile.ReasonFirstRefresh)
+	if kind := e.value(`SELECT relkind::text FROM pg_class WHERE oid = 't'::regclass`); kind != "p" {
+		t.Fatalf("the target's relkind is %s, want p (partitioned)", kind)
+	}
+	want := []string{
+		`("t_p20260308: FOR VALUES FROM ('2026-03-08') TO ('2026-03-09')")`,
+		`("t_p20260309: FOR VALUES FROM ('2026-03-09') TO ('2026-03-10')")`,
+		`("t_p20260310: FOR VALUES FROM ('2026-03-10') TO ('2026-03-11')")`,
+		`("t_p20260311: FOR VALUES FROM ('2026-03-11') TO ('2026-03-12')")`,
+		`("t_p20260312: FOR VALUES FROM ('2026-03-12') TO ('2026-03-13')")`,
+	}
+	if got := e.partitions("t"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("partitions after the first refresh:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := e.count(`SELECT count(*) FROM t`); got != 6 || res.RowsInserted != 6 {
+		t.Fatalf("%d rows (%d inserted), want 6", got, res.RowsInserted)
+	}
+	// Every partition of the window carries the target's index.
+	if n := e.count(`SELECT count(*) FROM pg_index i JOIN pg_inherits h ON h.inhrelid = i.indrelid WHERE h.inhparent = 't'::regclass`); n != 5 {
+		t.Errorf("%d partition indexes, want 5 (one a partition)", n)
+	}
+
+	// The next day: the window moves on; 03-08 stays, untouched.
+	day8 := e.oidOf("t_p20260308")
+	e.exec(`INSERT INTO ev VALUES ('2026-03-11', 'a', 11)`)
+	res = refresh(t, e.runner(now0.Add(24*time.Hour)), reqWindow(f))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if e.oidOf("t_p20260308") != day8 {
+		t.Errorf("the partition that left the window was replaced")
+	}
+	if e.oidOf("t_p20260313") == "" {
+		t.Errorf("no partition made ahead for 2026-03-13: %v", e.partitions("t"))
+	}
+	if got := e.count(`SELECT count(*) FROM t`); got != 7 {
+		t.Errorf("%d rows after the second day, want 7", got)
+	}
+
+	// One day changes: only its partition is swapped.
+	day9, day10 := e.oidOf("t_p20260309"), e.oidOf("t_p20260310")
+	e.exec(`UPDATE ev SET v = v + 100 WHERE d = '2026-03-10'`)
+	res = refresh(t, e.runner(now0.Add(24*time.Hour)), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	if strings.Join(res.Partitions, ",") != "2026-03-10" {
+		t.Errorf("partitions %v, want [2026-03-10]", res.Partitions)
+	}
+	if e.oidOf("t_p20260309") != day9 || e.oidOf("t_p20260310") == day10 {
+		t.Errorf("the incremental refresh should swap 2026-03-10's partition only (09: %s → %s, 10: %s → %s)",
+			day9, e.oidOf("t_p20260309"), day10, e.oidOf("t_p20260310"))
+	}
+	if got := e.value(`SELECT string_agg(v::text, ',' ORDER BY k) FROM t WHERE d = '2026-03-10'`); got != "110,200" {
+		t.Errorf("2026-03-10 holds %s, want 110,200", got)
+	}
+	// Nothing changed: nothing swapped.
+	res = refresh(t, e.runner(now0.Add(24*time.Hour)), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	if len(res.Partitions) != 0 || e.oidOf("t_p20260309") != day9 {
+		t.Errorf("an unchanged refresh swapped %v", res.Partitions)
+	}
+}
+
+// A backfill into days before the first partition creates their
+// partitions first, and fills them.
+func TestPartitionBackfillCreatesPartitions(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-01') && d <= date('2026-03-03')")})
+	checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
+	for _, p := range []string{"t_p20260301", "t_p20260302", "t_p20260303"} {
+		if e.oidOf(p) == "" {
+			t.Errorf("no partition %s after the backfill: %v", p, e.partitions("t"))
+		}
+	}
+	if got := e.count(`SELECT count(*) FROM t WHERE d <= '2026-03-03'`); got != 6 {
+		t.Errorf("%d backfilled rows, want 6", got)
+	}
+	// The next window refresh finds the target as rwc left it.
+	res = refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+}
+
+// A window that cuts a partition (three days of monthly partitions)
+// refreshes that partition with DELETE and INSERT, keeping its rows
+// outside the window; a partition wholly inside is swapped.
+func TestPartitionCutBoundary(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	monthly := strings.Replace(partSpec, "interval: day", "interval: month", 1)
+	f := flow(t, map[string]string{"p.yaml": monthly}, "t")
+	at := now0
+	s := explain(t, e, f, at)
+	if s.Lock != "" || len(s.Swaps) != 0 || !strings.HasPrefix(s.Delete, "DELETE") {
+		t.Fatalf("a window cutting its month should delete and insert, not swap: %+v", s)
+	}
+	refresh(t, e.runner(at), reqWindow(f))
+	march := e.oidOf("t_p20260301")
+	e.exec(`INSERT INTO t VALUES ('2026-03-02', 'h', 1)`) // history inside the cut partition
+	e.exec(`UPDATE ev SET v = 0 WHERE d = '2026-03-09'`)
+	refresh(t, e.runner(at), reqWindow(f))
+	if e.oidOf("t_p20260301") != march {
+		t.Errorf("the cut partition was swapped")
+	}
+	if got := e.count(`SELECT count(*) FROM t WHERE d = '2026-03-02'`); got != 1 {
+		t.Errorf("the history row in the cut partition is gone")
+	}
+	if got := e.value(`SELECT string_agg(v::text, ',' ORDER BY k) FROM t WHERE d = '2026-03-09'`); got != "0,0" {
+		t.Errorf("2026-03-09 holds %s, want 0,0", got)
+	}
+	// A window holding all of February and March: February is swapped
+	// whole, March too (the refresh's month; April is made ahead).
+	whole := strings.Replace(monthly, "d >= date_add(current_date(), -2)", "d >= date('2026-02-01')", 1)
+	g := flow(t, map[string]string{"p.yaml": whole}, "t")
+	s = explain(t, e, g, at)
+	if len(s.Swaps) != 2 || s.Swaps[0].From != "2026-02-01" || s.Swaps[1].From != "2026-03-01" {
+		t.Fatalf("swaps %+v, want February and March", s.Swaps)
+	}
+}
+
+// explain is the statements a window refresh of f would send at at.
+func explain(t *testing.T, e *env, f *compile.Flow, at time.Time) compile.Statements {
+	t.Helper()
+	ex, err := run.Explain(context.Background(), e.db, reqWindow(f), run.Options{Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex.Statements
+}
+
+// rwc does not convert a plain target into a partitioned one (nor back):
+// it refuses, saying how, and changes nothing.
+func TestPartitionAdoptPlainRefused(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	plain := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(plain))
+	parted := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	before := e.rows(`SELECT d || k || v FROM t ORDER BY 1`)
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(parted))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "exists as a plain table") || !strings.Contains(res.Err.Error(), "RENAME TO t_history") {
+		t.Fatalf("want a refusal saying how to adopt the table, got %v", res.Err)
+	}
+	if after := e.rows(`SELECT d || k || v FROM t ORDER BY 1`); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("the refused refresh changed the target")
+	}
+	// The documented way (docs/concepts.md#adopting-a-plain-target):
+	// rename aside, refresh (created partitioned), attach the history as
+	// one partition.
+	e.exec(`INSERT INTO t VALUES ('2026-03-01', 'h', 1)`)
+	e.exec(`ALTER TABLE t RENAME TO t_history`)
+	res = refresh(t, e.runner(now0), reqWindow(parted))
+	checkOutcome(t, res, compile.ActionCreate, compile.ReasonFirstRefresh)
+	e.exec(`DELETE FROM t_history WHERE d >= '2026-03-08' OR d IS NULL;
+		ALTER TABLE t_history ADD CONSTRAINT t_history_bound CHECK (d IS NOT NULL AND d < '2026-03-08');
+		ALTER TABLE t ATTACH PARTITION t_history FOR VALUES FROM (MINVALUE) TO ('2026-03-08')`)
+	if got := e.count(`SELECT count(*) FROM t WHERE d = '2026-03-01'`); got != 1 {
+		t.Errorf("history not attached")
+	}
+	// The next days refresh as usual; a backfill into the history
+	// partition deletes and inserts there, and creates no partition.
+	res = refresh(t, e.runner(now0.Add(24*time.Hour)), reqWindow(parted))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	res = refresh(t, e.runner(now0), run.Request{Flow: parted, Mode: run.Override, Where: where(t, parted, "d >= date('2026-03-02') && d <= date('2026-03-03')")})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := e.count(`SELECT count(*) FROM t_history WHERE d IN ('2026-03-02', '2026-03-03')`); got != 4 {
+		t.Errorf("the backfill into the history partition: %d rows there, want 4", got)
+	}
+}
