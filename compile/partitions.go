@@ -224,29 +224,32 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 	}
 	s.Prepare = append(s.Prepare, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s)", stage,
 		pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)))
-	for _, ix := range f.indexes {
-		s.Prepare = append(s.Prepare, stageIndexSQL(stage, ix))
-	}
 	canonical := PartitionName(f.Table.Name, r.from, false)
-	s.Exchange = []string{
+	var renames []string
+	for _, ix := range f.indexes {
+		s.Prepare = append(s.Prepare, stageIndexSQL(stage, IndexName(stageName, ix), ix))
+		renames = append(renames, fmt.Sprintf("ALTER INDEX %s RENAME TO %s", f.qualified(IndexName(stageName, ix)), pq.QuoteIdentifier(IndexName(canonical, ix))))
+	}
+	s.Exchange = append([]string{
 		fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s", f.Target(), s.Partition),
 		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), stage, r.bound()),
 		"DROP TABLE " + s.Partition,
 		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", stage, pq.QuoteIdentifier(canonical)),
-	}
+	}, renames...)
 	return s, nil
 }
 
-// stageIndexSQL builds one of the target's indexes on a staging table,
-// unnamed: PostgreSQL picks a name free in the schema (the old partition's
-// index still has its own), and ATTACH PARTITION attaches it to the
-// parent's index of the same definition.
-func stageIndexSQL(stage string, ix Index) string {
+// stageIndexSQL builds one of the target's indexes on a staging table, for
+// ATTACH PARTITION to attach to the parent's index of the same definition.
+// Its name is the staging table's (IndexName); the swap renames it after
+// the partition's once the old partition, and its index, are gone: the
+// names stay deterministic, however many swaps came before.
+func stageIndexSQL(stage, name string, ix Index) string {
 	verb := "CREATE INDEX"
 	if ix.Unique {
 		verb = "CREATE UNIQUE INDEX"
 	}
-	s := fmt.Sprintf("%s ON %s USING %s (%s)", verb, stage, ix.Using, ix.quotedColumns())
+	s := fmt.Sprintf("%s %s ON %s USING %s (%s)", verb, pq.QuoteIdentifier(name), stage, ix.Using, ix.quotedColumns())
 	if ix.WhereSQL != "" {
 		s += " WHERE " + ix.WhereSQL
 	}

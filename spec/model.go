@@ -120,5 +120,5 @@ var (
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	// PartitioningKeys are partitioning:'s.
 	PartitioningKeys = []string{"by", "interval"}
-	BackfillKeys = []string{"backfill", "where", "reason", "batch", "allow_loss"}
+	BackfillKeys     = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )
