@@ -2,6 +2,8 @@ package run_test
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +213,74 @@ func TestPartitionAdoptPlainRefused(t *testing.T) {
 	}
 	if got := e.count(`SELECT count(*) FROM t_history WHERE d IN ('2026-03-02', '2026-03-03')`); got != 4 {
 		t.Errorf("the backfill into the history partition: %d rows there, want 4", got)
+	}
+}
+
+// partWhole is wholeSpec partitioned by day, its window bounded (rwc apply
+// resolves at the real clock: an open window would reach today).
+var partWhole = strings.Replace(strings.Replace(wholeSpec, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1),
+	"d >= date('2026-03-05')", "d >= date('2026-03-05') && d <= date('2026-03-12')", 1)
+
+// The plan is what apply sends, for a partitioned target too: the
+// partitions it creates, the staging tables, the swap under its lock; and
+// the incremental swap of the changed days only, or the whole window's
+// swap after a target changed outside rwc (apply first stages the changed
+// days, then drops those staging tables and swaps the whole window).
+func TestPlanIsWhatApplySendsPartitioned(t *testing.T) {
+	t.Parallel()
+	rwcBinary(t)
+	for _, tc := range []struct {
+		name, setup string
+		action      compile.Action
+		partitions  []string
+		swaps       int
+	}{
+		{name: "first create", action: compile.ActionCreate, swaps: 8},
+		{name: "incremental, two days", setup: `UPDATE ev SET v = v + 1 WHERE d IN ('2026-03-06', '2026-03-09')`,
+			action: compile.ActionIncremental, partitions: []string{"2026-03-06", "2026-03-09"}, swaps: 2},
+		{name: "the target changed", setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-06'; UPDATE t SET v = 0 WHERE d = '2026-03-09'`,
+			action: compile.ActionRecomputeWindow, swaps: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			dir := writeSpecs(t, map[string]string{"p.yaml": partWhole})
+			if tc.action != compile.ActionCreate {
+				mustApply(t, e, dir)
+			}
+			e.exec(tc.setup)
+			file := filepath.Join(t.TempDir(), "plan.json")
+			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 0 && code != 2 {
+				t.Fatalf("rwc plan: exit %d:\n%s", code, out)
+			}
+			fp := readPlanFile(t, file).Flows[0]
+			if fp.Action != tc.action || !slices.Equal(fp.Partitions, tc.partitions) {
+				t.Fatalf("planned %s %v, partitions %v; want %s %v", fp.Action, fp.Reasons, fp.Partitions, tc.action, tc.partitions)
+			}
+			swaps := 0
+			for _, s := range fp.SQL {
+				if strings.Contains(s, "DETACH PARTITION") {
+					swaps++
+				}
+			}
+			if swaps != tc.swaps || !slices.Contains(fp.SQL, `LOCK TABLE "public"."t" IN ACCESS EXCLUSIVE MODE`) {
+				t.Errorf("the plan swaps %d partitions, want %d, under the lock:\n%s", swaps, tc.swaps, strings.Join(fp.SQL, "\n"))
+			}
+			_, explained := runRWC(t, e.dsn, "refresh", "t", "--explain", "--specs", dir)
+			sent := appliedThroughProxy(t, e, file, "")
+			for _, stmt := range fp.SQL {
+				if !sentOne(sent, stmt) {
+					t.Errorf("the plan shows a statement rwc apply did not send:\n%s", stmt)
+				}
+				// --explain shows the refresh's statements, not the target's creation.
+				creation := strings.HasPrefix(stmt, "CREATE SCHEMA") || strings.HasPrefix(stmt, `CREATE TABLE "public"."t" (`) || strings.Contains(stmt, `ON "public"."t" USING`)
+				if !creation && !strings.Contains(explained, stmt+";\n") {
+					t.Errorf("rwc refresh --explain does not print the plan's\n%s", stmt)
+				}
+			}
+			if got := e.count(`SELECT count(*) FROM t WHERE d BETWEEN '2026-03-05' AND '2026-03-10'`); got != 12 {
+				t.Errorf("the window holds %d rows after the apply, want 12", got)
+			}
+		})
 	}
 }
