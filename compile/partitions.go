@@ -156,6 +156,51 @@ func existing(obs Observation, r dateRange) (name string, overlapped bool) {
 	return "", overlapped
 }
 
+// overflow is the query for the partition values p's rows have after the
+// last partition made (made), when p has no upper bound: rows dated after
+// the partitions made ahead (next month's bookings in a daily window) need
+// partitions too, which the refresh creates from its answer (Premake for)
+// before it inserts them. "" when p is bounded above.
+func (f *Flow) overflow(p *predicate.Predicate, made []dateRange, obs Observation) (string, error) {
+	_, _, _, hasHi, ok := predicate.DateHull(p, f.Table.Partitioning.By)
+	if !ok || hasHi || len(made) == 0 {
+		return "", nil
+	}
+	col := f.Table.Partitioning.By
+	beyond, issues := f.CompilePredicate(fmt.Sprintf("(%s) && %s >= date('%s')", p.Root.CEL(), col, made[len(made)-1].to))
+	if len(issues) > 0 {
+		return "", fmt.Errorf("%s", issues[0].Message)
+	}
+	where, err := beyond.SQL(nil)
+	if err != nil {
+		return "", err
+	}
+	src, _ := f.pushedQuery(beyond, obs)
+	q := pq.QuoteIdentifier(col)
+	return fmt.Sprintf("SELECT DISTINCT (src.%s)::text FROM (\n%s\n) AS src\nWHERE %s", q, f.typedSource(beyond.Columns, src), where), nil
+}
+
+// PremakeFor creates the partitions missing for the partition values
+// values (as PostgreSQL prints them): those Statements.Overflow found.
+func (f *Flow) PremakeFor(values []string, obs Observation) ([]string, error) {
+	seen := map[dateRange]bool{}
+	var out []string
+	for _, v := range values {
+		d, err := predicate.ParseDate(v)
+		if err != nil {
+			return nil, fmt.Errorf("flow %s: partition value %q: %v", f.Name(), v, err)
+		}
+		start := f.partitionStart(d)
+		r := dateRange{start, f.partitionEnd(start)}
+		if name, overlapped := existing(obs, r); seen[r] || name != "" || overlapped {
+			continue
+		}
+		seen[r] = true
+		out = append(out, f.premakeSQL(r)...)
+	}
+	return out, nil
+}
+
 // union is the ranges of a and of b, in order, once each.
 func union(a, b []dateRange) []dateRange {
 	seen := map[dateRange]bool{}
@@ -280,12 +325,16 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if err != nil {
 		return s, err
 	}
+	made := union(all, ranges)
 	if obs.PartitionsRead || d.Action == ActionCreate {
-		for _, r := range union(all, ranges) {
+		for _, r := range made {
 			if name, overlapped := existing(obs, r); name == "" && !overlapped {
 				s.Premake = append(s.Premake, f.premakeSQL(r)...)
 			}
 		}
+	}
+	if s.Overflow, err = f.overflow(p, made, obs); err != nil {
+		return s, err
 	}
 	if full || d.Action == ActionBackfill {
 		return s, nil

@@ -45,8 +45,12 @@ type Statements struct {
 	// Swaps replace whole partitions, their Exchange run under Lock, the
 	// refresh's last statements before it commits.
 	Premake []string
-	Swaps   []Swap
-	Lock    string
+	// Overflow lists the partition values of rows after the partitions
+	// Premake makes (a window open above); the refresh creates their
+	// partitions too (Flow.PremakeFor) before its INSERT.
+	Overflow string
+	Swaps    []Swap
+	Lock     string
 }
 
 // List returns the statements that change data, in the order they run,
@@ -61,6 +65,7 @@ func (s Statements) List() []string {
 		}
 	}
 	add(s.Premake...)
+	add(s.Overflow)
 	add(s.Delete, s.Insert)
 	for _, sw := range s.Swaps {
 		add(sw.Build, sw.Load)

@@ -83,6 +83,62 @@ func partitioningAgrees(f *compile.Flow, obs compile.Observation) error {
 	}
 }
 
+// premake creates a partitioned target's missing partitions: those for
+// the window and what the refresh writes (Statements.Premake), then those
+// its rows after them need (Statements.Overflow), looked up in the catalog
+// as it is by then.
+func premake(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) error {
+	if err := execAll(ctx, tx, f, stmts.Premake); err != nil || stmts.Overflow == "" {
+		return err
+	}
+	values, err := textValues(ctx, tx, f, stmts.Overflow)
+	if err != nil || len(values) == 0 {
+		return err
+	}
+	var now compile.Observation
+	var oid uint32
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
+		return err
+	}
+	if err := observePartitions(ctx, tx, oid, &now); err != nil {
+		return err
+	}
+	more, err := f.PremakeFor(values, now)
+	if err != nil {
+		return err
+	}
+	return execAll(ctx, tx, f, more)
+}
+
+func execAll(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts []string) error {
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("flow %s: creating a partition: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// textValues runs a user query (the overflow's) for one text column.
+func textValues(ctx context.Context, tx *sql.Tx, f *compile.Flow, q string) ([]string, error) {
+	rows, done, err := userRows(ctx, tx, q)
+	if err != nil {
+		return nil, queryError(f, err)
+	}
+	defer done()
+	var out []string
+	for rows.Next() {
+		var v sql.NullString
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		if v.Valid {
+			out = append(out, v.String)
+		}
+	}
+	return out, rows.Err()
+}
+
 // stage builds the staging tables of the refresh's swaps (loaded, checked,
 // indexed), before any lock beyond the rows' own, and counts the rows the
 // swaps will remove. The rows are inserted by the refresh's top-level

@@ -128,8 +128,11 @@ type Result struct {
 	Columns []string `json:"columns"`
 	// Partitions are the partition values an incremental refresh
 	// recomputed (empty for a whole-window refresh).
-	Partitions []string      `json:"partitions,omitempty"`
-	Duration   time.Duration `json:"-"`
+	Partitions []string `json:"partitions,omitempty"`
+	// Swapped are the first days of the partitions of a partitioned target
+	// that the refresh swapped in whole (the rest it deleted and inserted).
+	Swapped  []string      `json:"swapped,omitempty"`
+	Duration time.Duration `json:"-"`
 	Err        error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
 	// incremental write the whole window's recompute replaced): dead rows
@@ -272,6 +275,7 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 		if err := discardStages(ctx, tx, *stmts); err != nil {
 			return dec, err
 		}
+		whole.Premake = nil // made by the incremental write, whose Premake had the window's
 		w, err := write(ctx, tx, f, whole, 0, nil)
 		if err != nil {
 			return dec, err
@@ -323,10 +327,8 @@ type queryer interface {
 // rows they will remove count as deleted, swapped the rows to leave no
 // dead rows behind.
 func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
-	for _, stmt := range stmts.Premake {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return written{}, fmt.Errorf("flow %s: creating a partition: %w", f.Name(), err)
-		}
+	if err := premake(ctx, tx, f, stmts); err != nil {
+		return written{}, err
 	}
 	if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
@@ -398,6 +400,9 @@ func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
 	m := map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions}
+	if len(res.Swapped) > 0 {
+		m["swapped"] = res.Swapped
+	}
 	if res.RowsLost > 0 {
 		m["rows_lost"] = res.RowsLost
 	}

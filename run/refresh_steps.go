@@ -236,9 +236,15 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	}
 	res.RowsDeleted, res.RowsInserted, res.swapped, res.staged = w.deleted, w.inserted, w.swapped, w.staged
 	if rt.dec.Await != compile.AwaitNothing {
-		rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, &rt.stmts, rt.resolved, rt.obs, res)
+		if rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, &rt.stmts, rt.resolved, rt.obs, res); err != nil {
+			return err
+		}
 	}
-	return err
+	// What the swap step will swap in, for the event stored before it.
+	for _, sw := range rt.stmts.Swaps {
+		res.Swapped = append(res.Swapped, sw.From)
+	}
+	return nil
 }
 
 // swap exchanges a partitioned target's staged partitions for the old
