@@ -133,7 +133,7 @@ type Result struct {
 	// that the refresh swapped in whole (the rest it deleted and inserted).
 	Swapped  []string      `json:"swapped,omitempty"`
 	Duration time.Duration `json:"-"`
-	Err        error         `json:"-"`
+	Err      error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
 	// incremental write the whole window's recompute replaced): dead rows
 	// that neither count shows.
