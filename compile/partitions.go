@@ -339,7 +339,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if full || d.Action == ActionBackfill {
 		return s, nil
 	}
-	var swapped []string
+	var swapped []dateRange
 	for _, r := range ranges {
 		rp, issues := f.CompilePredicate(f.rangeCEL(r))
 		if len(issues) > 0 || r.from > obs.Today || !predicate.Contains(p, rp) {
@@ -357,13 +357,14 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 			return s, err
 		}
 		s.Swaps = append(s.Swaps, sw)
-		swapped = append(swapped, "("+f.rangeCEL(r)+")")
+		swapped = append(swapped, r)
 	}
 	if len(swapped) == 0 {
 		return s, nil
 	}
 	s.Lock = "LOCK TABLE " + f.Target() + " IN ACCESS EXCLUSIVE MODE"
-	union, issues := f.CompilePredicate(strings.Join(swapped, " || "))
+	covered := f.rangesCEL(swapped)
+	union, issues := f.CompilePredicate(covered)
 	if len(issues) > 0 {
 		return s, fmt.Errorf("swapped partitions: %s", issues[0].Message)
 	}
@@ -372,7 +373,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		return s, nil
 	}
 	// The rest: p outside the swapped partitions.
-	rest, issues := f.CompilePredicate("(" + p.Root.CEL() + ") && !(" + strings.Join(swapped, " || ") + ")")
+	rest, issues := f.CompilePredicate("(" + p.Root.CEL() + ") && !(" + covered + ")")
 	if len(issues) > 0 {
 		return s, fmt.Errorf("the window outside the swapped partitions: %s", issues[0].Message)
 	}
@@ -385,6 +386,24 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		s.Insert = f.perPartition(s.Insert)
 	}
 	return s, nil
+}
+
+// rangesCEL is the union of ranges (in order), adjacent ones merged, as
+// CEL: the days swapped, which the rest of the write leaves out.
+func (f *Flow) rangesCEL(ranges []dateRange) string {
+	var merged []dateRange
+	for _, r := range ranges {
+		if n := len(merged); n > 0 && merged[n-1].to == r.from {
+			merged[n-1].to = r.to
+			continue
+		}
+		merged = append(merged, r)
+	}
+	parts := make([]string, len(merged))
+	for i, r := range merged {
+		parts[i] = "(" + f.rangeCEL(r) + ")"
+	}
+	return strings.Join(parts, " || ")
 }
 
 // wholePartitions widens an incremental refresh's narrowed window to the

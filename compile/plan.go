@@ -68,6 +68,11 @@ type FlowPlan struct {
 	// Partitions: for an incremental refresh planned with a database, the
 	// partition values whose source rows changed, which it recomputes.
 	Partitions []string `json:"partitions,omitempty"`
+	// Partitioning and Swapped: a partitioned target's key and interval,
+	// and the partitions (their first days) the refresh swaps in whole;
+	// the rest of its window it deletes and inserts.
+	Partitioning *PlanPartitioning `json:"partitioning,omitempty"`
+	Swapped      []string          `json:"swapped,omitempty"`
 	// Indexes: what becomes of the target's indexes (planIndexes).
 	Indexes []IndexChange `json:"indexes,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
@@ -371,10 +376,23 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		return fp, err
 	}
 	fp.SQL = append(fp.SQL, writes.List()...)
+	if f.Partitioned() {
+		fp.Partitioning = &PlanPartitioning{By: f.Table.Partitioning.By, Interval: f.Table.Partitioning.Interval}
+		for _, sw := range writes.Swaps {
+			fp.Swapped = append(fp.Swapped, sw.From)
+		}
+	}
 	if in.Estimate != nil {
 		fp.EstimatedRows = in.Estimate(f, stmts)
 	}
 	return fp, nil
+}
+
+// PlanPartitioning is a partitioned target's partitioning:, as a plan
+// shows it.
+type PlanPartitioning struct {
+	By       string `json:"by"`
+	Interval string `json:"interval"`
 }
 
 // decide is the refresh's decision, as rwc apply makes it: when the flow

@@ -259,7 +259,7 @@ func (rt *refreshTx) swap(ctx context.Context) error {
 	rt.c.later.result()
 	held, err := rt.r.swapPartitions(ctx, rt.tx, rt.f, rt.stmts)
 	if err == nil {
-		fmt.Fprintf(rt.r.opts.Log, "%s: swapped %d partitions in (the target locked for %s before the commit)\n", rt.f.Name(), len(rt.stmts.Swaps), held.Round(time.Microsecond))
+		fmt.Fprintf(rt.r.opts.Log, "%s: swapped %d partition(s) in (the target locked for %s before the commit)\n", rt.f.Name(), len(rt.stmts.Swaps), held.Round(time.Microsecond))
 	}
 	return err
 }
