@@ -68,16 +68,13 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 	if !oid.Valid || uint32(oid.Int64) != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
 		return nil // the refresh creates it, refuses it, or changes its columns first
 	}
-	var partitioned bool
-	if err := conn.QueryRowContext(ctx, `SELECT relkind = 'p' FROM pg_class WHERE oid = $1`, oid.Int64).Scan(&partitioned); err != nil {
+	var obs compile.Observation
+	if err := observePartitions(ctx, conn, uint32(oid.Int64), &obs); err != nil {
 		return err
 	}
-	if partitioned || f.Partitioned() {
-		// A target whose kind is not the spec's is refused by the refresh
-		// (partitioningAgrees), before anything changes; a partitioned
-		// one keeps the indexes it was created with: PostgreSQL 15 cannot
-		// build an index concurrently on a partitioned table (an index
-		// change there is not done yet; the plan says so).
+	if obs.Partitioned != f.Partitioned() {
+		// The refresh refuses it (partitioningAgrees), before anything
+		// changes.
 		return nil
 	}
 	have, err := targetIndexes(ctx, conn, f.Target())
@@ -85,6 +82,9 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		return err
 	}
 	changes := f.IndexChanges(have)
+	if obs.Partitioned {
+		changes = f.PartitionedIndexChanges(have, obs.Partitions)
+	}
 	settings := fmt.Sprintf("SET statement_timeout = %d", r.opts.StatementTimeout.Milliseconds())
 	for _, s := range session.ParserSettings {
 		settings += fmt.Sprintf("; SET %s = %s", s.Name, pq.QuoteLiteral(s.Value))

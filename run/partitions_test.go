@@ -411,3 +411,60 @@ func TestPartitionRepeatableReadReaders(t *testing.T) {
 		t.Errorf("the older snapshot reads %d rows of the swapped window; PostgreSQL shows it the new partitions, whose rows are after its snapshot: 0 (update the docs if this changed)", n)
 	}
 }
+
+// Retention is by hand: a partition that left the window, dropped, changes
+// nothing for rwc (the next refresh finds nothing to do); one dropped
+// inside the window is seen as a change outside rwc, made again and
+// refilled.
+func TestPartitionRetentionByHand(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	next := e.runner(now0.Add(48 * time.Hour)) // the window: 03-10 on
+	refresh(t, next, reqWindow(f))
+	e.exec(`DROP TABLE t_p20260308`)
+	res := refresh(t, next, reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	if len(res.Partitions) != 0 || res.RowsInserted != 0 {
+		t.Errorf("dropping a partition outside the window made the refresh write %v", res.Partitions)
+	}
+	e.exec(`DROP TABLE t_p20260310`)
+	res = refresh(t, next, reqWindow(f))
+	checkOutcome(t, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
+	if got := e.count(`SELECT count(*) FROM t WHERE d = '2026-03-10'`); got != 2 || e.oidOf("t_p20260310") == "" {
+		t.Errorf("the partition dropped inside the window was not made again and refilled: %d rows", got)
+	}
+}
+
+// An index added to a partitioned target that exists is built without
+// locking its readers out: on the parent alone, then on each partition
+// concurrently, attached; the next swaps build it on their staging tables.
+func TestPartitionIndexAdded(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": partSpec}, "t")))
+	withIndex := strings.Replace(partSpec, "    partitioning:", "    indexes:\n      - columns: [d]\n      - columns: [k, d]\n    partitioning:", 1)
+	f := flow(t, map[string]string{"p.yaml": withIndex}, "t")
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if strings.Join(res.Swapped, ",") != "2026-03-09" {
+		t.Errorf("swapped %v, want 2026-03-09", res.Swapped)
+	}
+	var parent string
+	for _, ix := range f.Indexes() {
+		if strings.Join(ix.Columns, ",") == "k,d" {
+			parent = ix.Name
+		}
+	}
+	if v := e.value(`SELECT indisvalid::text FROM pg_index WHERE indexrelid = to_regclass($1)`, parent); v != "true" {
+		t.Fatalf("the parent's index %s is valid: %s", parent, v)
+	}
+	// One partition index on (k, d) per partition, attached.
+	if n := e.count(`SELECT count(*) FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid WHERE i.inhparent = to_regclass($1)`, parent); n != 5 {
+		t.Errorf("%d partitions' indexes attached to %s, want 5", n, parent)
+	}
+	if n := e.count(`SELECT count(*) FROM pg_indexes WHERE tablename = 't'`); n != 2 {
+		t.Errorf("the parent has %d indexes, want 2 (the default one replaced by the declared ones)", n)
+	}
+}
