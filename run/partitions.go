@@ -203,13 +203,16 @@ func (r *Runner) swapPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow
 	if err := r.lockInAttempts(ctx, tx, stmts.Lock); err != nil {
 		return 0, err
 	}
+	// All the exchanges in one round trip: the lock is held for their
+	// work, not for as many round trips. Should one fail, the error names
+	// its relation, and the whole refresh rolls back.
 	held := time.Now()
+	var all []string
 	for _, sw := range stmts.Swaps {
-		for _, stmt := range sw.Exchange {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return 0, fmt.Errorf("flow %s: swapping in the partition from %s to %s: %w", f.Name(), sw.From, sw.To, err)
-			}
-		}
+		all = append(all, sw.Exchange...)
+	}
+	if _, err := tx.ExecContext(ctx, strings.Join(all, "; ")); err != nil {
+		return 0, fmt.Errorf("flow %s: swapping in %d partitions: %w", f.Name(), len(stmts.Swaps), err)
 	}
 	return time.Since(held), nil
 }
