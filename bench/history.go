@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -14,17 +15,18 @@ import (
 )
 
 // benchHistory measures what a target's history costs a 7-day window's
-// refresh (issue #15): two flows over the same sources, a plain target
-// (indexed on the date, rwc's default) and one partitioned by day, each
-// refreshed whole (the dimension touched) while their history grows to
-// each of levels rows. The history is not made by refreshes: it is
-// generated straight into the targets (INSERT … SELECT generate_series,
-// over the 358 days before the window; the partitioned target's partitions
-// for those days made by hand first, with rwc's names), as DML into a
-// target is kept by later refreshes. Then, at the last level, on the
-// partitioned target: 100 consecutive refreshes with autovacuum off, an
-// incremental refresh of one changed day against the whole window, and a
-// reader's waits during swaps.
+// refresh (issue #15): flows over the same sources, a plain target
+// (indexed on the date, rwc's default) and one partitioned by day for
+// each of levels, each target holding that many rows of history, all
+// refreshed whole (the dimension touched) round by round, in turns, so
+// that the machine's load falls on every level alike. The history is not
+// made by refreshes: it is generated straight into the targets (INSERT …
+// SELECT generate_series, over the 358 days before the window; the
+// partitioned targets' partitions for those days made by hand first, with
+// rwc's names), as DML into a target is kept by later refreshes. Then, on
+// the partitioned target of the last level: 100 consecutive refreshes with
+// autovacuum off and a reader's waits during their swaps, and an
+// incremental refresh of one changed day against the whole window.
 func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, levels []int, rounds int) error {
 	const perDay = 9000 // the window's rows a day: 7 days, 63,000 rows
 	fmt.Printf("sources: %d rows a day over the 7-day window (%d rows), a 1000-row dimension\n", perDay, 7*perDay)
@@ -40,111 +42,145 @@ func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, leve
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
 		return err
 	}
-	plain, err := historyFlow(ctx, db, dsn, tmp, rwcBin, "hist_plain", "")
-	if err != nil {
-		return err
-	}
-	parted, err := historyFlow(ctx, db, dsn, tmp, rwcBin, "hist_part", "    partitioning: {by: date, interval: day}\n")
-	if err != nil {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, `DO $$ BEGIN
-		FOR d IN 7..364 LOOP
-			EXECUTE format('CREATE TABLE hist_part_p%s PARTITION OF hist_part FOR VALUES FROM (%L) TO (%L)',
-				to_char(current_date - d, 'YYYYMMDD'), current_date - d, current_date - d + 1);
-		END LOOP; END $$`); err != nil {
-		return err
+	var targets []*histTarget
+	for _, n := range levels {
+		for _, partitioned := range []bool{false, true} {
+			t := &histTarget{rows: n, partitioned: partitioned, actions: map[string]int{}}
+			t.flow = fmt.Sprintf("hist_plain_%d", n)
+			if partitioned {
+				t.flow = fmt.Sprintf("hist_part_%d", n)
+			}
+			if err := t.setUp(ctx, db, dsn, tmp, rwcBin); err != nil {
+				return err
+			}
+			targets = append(targets, t)
+		}
 	}
 	touchDim := func() error {
 		_, err := db.ExecContext(ctx, `UPDATE store_dim SET region = region WHERE store_id = 1`)
 		return err
 	}
-	type level struct {
-		rows                       int
-		plain, part                []time.Duration // refresh transaction
-		plainWall, partWall        []time.Duration
-		plainDead, partDead        int64
-		plainActions, partActions  map[string]int
-		plainPages, partTotalPages int64
-	}
-	var results []level
-	have := 0
-	for _, n := range levels {
-		fmt.Printf("history: growing both targets to %d rows…\n", n)
-		start := time.Now()
-		for _, t := range []string{"hist_plain", "hist_part"} {
-			if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s
-				SELECT i, current_date - 7 - (i %% 358)::int, 'store ' || (1 + i %% 1000), 'emea', (i %% 10000) / 100.0
-				FROM generate_series(%d, %d) i`, t, 100_000_000+have, 100_000_000+n-1)); err != nil {
-				return err
-			}
-			if _, err := db.ExecContext(ctx, "VACUUM ANALYZE "+t); err != nil {
-				return err
-			}
-		}
-		have = n
-		fmt.Printf("  (%s)\n", time.Since(start).Round(time.Second))
-		l := level{rows: n, plainActions: map[string]int{}, partActions: map[string]int{}}
-		for r := 0; r < rounds; r++ {
-			if err := touchDim(); err != nil {
-				return err
-			}
-			for i := range 2 {
-				which := (r + i) % 2 // who goes first alternates
-				apply, flow := []func() error{plain, parted}[which], []string{"hist_plain", "hist_part"}[which]
-				begin := time.Now()
-				if err := apply(); err != nil {
-					return err
-				}
-				wall := time.Since(begin)
-				ev, err := lastEvent(ctx, db, flow)
-				if err != nil {
-					return err
-				}
-				if which == 0 {
-					l.plain, l.plainWall = append(l.plain, ev.duration), append(l.plainWall, wall)
-					l.plainActions[ev.what()]++
-				} else {
-					l.part, l.partWall = append(l.part, ev.duration), append(l.partWall, wall)
-					l.partActions[ev.what()]++
-				}
-			}
-		}
-		if l.plainDead, err = deadInWindow(ctx, db, "hist_plain"); err != nil {
+	for r := 0; r < rounds; r++ {
+		if err := touchDim(); err != nil {
 			return err
 		}
-		if l.partDead, err = deadInWindow(ctx, db, "hist_part"); err != nil {
+		for i := range targets {
+			t := targets[(r+i)%len(targets)] // who goes first turns round by round
+			if err := t.refresh(ctx, db); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range targets {
+		var err error
+		if t.dead, err = deadInWindow(ctx, db, t.flow); err != nil {
 			return err
 		}
-		results = append(results, l)
 	}
-	fmt.Printf("\nA 7-day window refreshed whole (the dimension touched) on targets holding history, median of %d rounds each, alternating, one run\n", rounds)
+	fmt.Printf("\nA 7-day window refreshed whole (the dimension touched) on targets holding history, median of %d rounds each, all targets in turns, one run\n", rounds)
 	fmt.Println("(refresh: the refresh transaction as the event log records it; rwc apply: the whole process, VACUUM when due included; dead: dead row versions in the target after the last round, pgstattuple):")
 	fmt.Println()
 	fmt.Println("| history rows | plain: refresh | ÷ first | rwc apply | ÷ first | dead | partitioned: refresh | ÷ first | rwc apply | ÷ first | dead | partitioned ÷ plain (refresh) |")
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-	p0, pw0, q0, qw0 := median(results[0].plain), median(results[0].plainWall), median(results[0].part), median(results[0].partWall)
-	for _, l := range results {
-		p, pw, q, qw := median(l.plain), median(l.plainWall), median(l.part), median(l.partWall)
-		fmt.Printf("| %d | %s | %.2f× | %s | %.2f× | %d | %s | %.2f× | %s | %.2f× | %d | %.2f× |\n", l.rows,
-			p.Round(time.Millisecond), ratio(p, p0), pw.Round(time.Millisecond), ratio(pw, pw0), l.plainDead,
-			q.Round(time.Millisecond), ratio(q, q0), qw.Round(time.Millisecond), ratio(qw, qw0), l.partDead, ratio(q, p))
+	p0, q0 := targets[0], targets[1]
+	for i := 0; i+1 < len(targets); i += 2 {
+		p, q := targets[i], targets[i+1]
+		fmt.Printf("| %d | %s | %.2f× | %s | %.2f× | %d | %s | %.2f× | %s | %.2f× | %d | %.2f× |\n", p.rows,
+			median(p.inTx).Round(time.Millisecond), ratio(median(p.inTx), median(p0.inTx)), median(p.wall).Round(time.Millisecond), ratio(median(p.wall), median(p0.wall)), p.dead,
+			median(q.inTx).Round(time.Millisecond), ratio(median(q.inTx), median(q0.inTx)), median(q.wall).Round(time.Millisecond), ratio(median(q.wall), median(q0.wall)), q.dead,
+			ratio(median(q.inTx), median(p.inTx)))
 	}
-	fmt.Printf("\nrwc's refreshes: plain %s; partitioned %s\n", counts(results[len(results)-1].plainActions), counts(results[len(results)-1].partActions))
+	last := targets[len(targets)-1]
+	fmt.Printf("\nrwc's refreshes: plain %s; partitioned %s\n", counts(targets[len(targets)-2].actions), counts(last.actions))
 	fmt.Println("goals: 32M ≤ 1.3× 1M for both; partitioned ≤ 0.8× plain; dead rows left by the partitioned refresh = 0")
 
-	if err := benchRepeatPartitioned(ctx, db, parted, touchDim, 100); err != nil {
+	if err := benchRepeatPartitioned(ctx, db, last, touchDim, 100); err != nil {
 		return err
 	}
-	return benchIncrementalPartitioned(ctx, db, parted, touchDim, rounds, perDay)
+	return benchIncrementalPartitioned(ctx, db, last, touchDim, rounds, perDay)
 }
+
+// histTarget is one flow of benchHistory and what its refreshes measured.
+type histTarget struct {
+	flow        string
+	rows        int
+	partitioned bool
+	apply       func() (string, error)
+	inTx, wall  []time.Duration
+	locks       []time.Duration // the swap's ACCESS EXCLUSIVE, as rwc logs it
+	actions     map[string]int
+	dead        int64
+}
+
+// setUp writes the flow's spec (the main benchmark's sales_enriched, its
+// window the 7 days to today), creates its target with a first apply, and
+// fills it with its history.
+func (t *histTarget) setUp(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string) error {
+	partitioning := ""
+	if t.partitioned {
+		partitioning = "    partitioning: {by: date, interval: day}\n"
+	}
+	var err error
+	if t.apply, err = historyFlow(dsn, tmp, rwcBin, t.flow, partitioning); err != nil {
+		return err
+	}
+	if _, err := t.apply(); err != nil {
+		return err
+	}
+	if t.partitioned {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DO $$ BEGIN
+			FOR d IN 7..364 LOOP
+				EXECUTE format('CREATE TABLE %[1]s_p%%s PARTITION OF %[1]s FOR VALUES FROM (%%L) TO (%%L)',
+					to_char(current_date - d, 'YYYYMMDD'), current_date - d, current_date - d + 1);
+			END LOOP; END $$`, t.flow)); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("history: %d rows into %s…\n", t.rows, t.flow)
+	start := time.Now()
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s
+		SELECT i, current_date - 7 - (i %% 358)::int, 'store ' || (1 + i %% 1000), 'emea', (i %% 10000) / 100.0
+		FROM generate_series(1, %d) i`, t.flow, t.rows)); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "VACUUM ANALYZE "+t.flow); err != nil {
+		return err
+	}
+	fmt.Printf("  (%s)\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// refresh applies the flow once and records what it took.
+func (t *histTarget) refresh(ctx context.Context, db *sql.DB) error {
+	begin := time.Now()
+	out, err := t.apply()
+	if err != nil {
+		return err
+	}
+	t.wall = append(t.wall, time.Since(begin))
+	ev, err := lastEvent(ctx, db, t.flow)
+	if err != nil {
+		return err
+	}
+	t.inTx = append(t.inTx, ev.duration)
+	t.actions[ev.what()]++
+	if m := lockHeld.FindStringSubmatch(out); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			t.locks = append(t.locks, d)
+		}
+	}
+	return nil
+}
+
+// lockHeld reads rwc's log line of a swap.
+var lockHeld = regexp.MustCompile(`holding ACCESS EXCLUSIVE on the target for (\S+) `)
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // historyFlow writes the spec of one flow (a copy of the main benchmark's
-// sales_enriched, its window the 7 days to today), creates its target with
-// a first apply, and returns how to apply it again.
-func historyFlow(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin, flow, partitioning string) (func() error, error) {
+// sales_enriched, its window the 7 days to today) and returns how to apply
+// it, with rwc's output.
+func historyFlow(dsn, tmp, rwcBin, flow, partitioning string) (func() (string, error), error) {
 	dir := filepath.Join(tmp, "pipelines-"+flow)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -154,14 +190,14 @@ func historyFlow(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin, flow, partit
 	if err := os.WriteFile(filepath.Join(dir, "bench.yaml"), []byte(s), 0o644); err != nil {
 		return nil, err
 	}
-	apply := func() error {
+	return func() (string, error) {
 		cmd := exec.Command(rwcBin, "--dsn", dsn, "apply", "--allow-dirty", dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s apply: %v\n%s", rwcBin, err, out)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("%s apply: %v\n%s", rwcBin, err, out)
 		}
-		return nil
-	}
-	return apply, apply()
+		return string(out), nil
+	}, nil
 }
 
 // deadInWindow counts the dead row versions in a target's relations
@@ -181,7 +217,7 @@ func deadInWindow(ctx context.Context, db *sql.DB, table string) (int64, error) 
 // target in a row with autovacuum off, the first against the n-th, and the
 // dead rows left; a reader reads a day of the window through the parent
 // all along, and its longest wait is the swap's lock.
-func benchRepeatPartitioned(ctx context.Context, db *sql.DB, apply, touchDim func() error, n int) error {
+func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int) error {
 	for _, stmt := range []string{`ALTER SYSTEM SET autovacuum = off`, `SELECT pg_reload_conf()`} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return err
@@ -191,29 +227,21 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, apply, touchDim fun
 		db.ExecContext(ctx, `ALTER SYSTEM RESET autovacuum`)
 		db.ExecContext(ctx, `SELECT pg_reload_conf()`)
 	}()
-	rd := startReader(ctx, db, `SELECT count(*) FROM hist_part WHERE date = current_date - 3`)
-	time.Sleep(time.Second)
+	rd := startReader(ctx, db, fmt.Sprintf(`SELECT count(*) FROM %s WHERE date = current_date - 3`, t.flow))
+	time.Sleep(2 * time.Second)
 	idle := rd.snapshot()
-	var wall, inTx []time.Duration
-	actions := map[string]int{}
+	t.wall, t.inTx, t.locks, t.actions = nil, nil, nil, map[string]int{}
 	for i := 0; i < n; i++ {
 		if err := touchDim(); err != nil {
 			return err
 		}
-		start := time.Now()
-		if err := apply(); err != nil {
+		if err := t.refresh(ctx, db); err != nil {
 			return err
 		}
-		wall = append(wall, time.Since(start))
-		ev, err := lastEvent(ctx, db, "hist_part")
-		if err != nil {
-			return err
-		}
-		inTx = append(inTx, ev.duration)
-		actions[ev.what()]++
 	}
 	during := rd.stop()
-	dead, err := deadInWindow(ctx, db, "hist_part")
+	wall, inTx, actions := t.wall, t.inTx, t.actions
+	dead, err := deadInWindow(ctx, db, t.flow)
 	if err != nil {
 		return err
 	}
@@ -237,6 +265,8 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, apply, touchDim fun
 			percentile(row.reads, 0.99).Round(10*time.Microsecond), percentile(row.reads, 1).Round(10*time.Microsecond))
 	}
 	fmt.Println("\nthe longest read less the idle median is the longest a reader waited for the swap's lock")
+	fmt.Printf("rwc's own count of the swap's ACCESS EXCLUSIVE (from taking it to the end of the commit), %d refreshes: median %s, 99th percentile %s, longest %s\n",
+		len(t.locks), median(t.locks).Round(10*time.Microsecond), percentile(t.locks, 0.99).Round(10*time.Microsecond), percentile(t.locks, 1).Round(10*time.Microsecond))
 	return nil
 }
 
@@ -244,7 +274,7 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, apply, touchDim fun
 // incremental refresh after rows changed in one day of the 7 (one
 // partition swapped) with a whole-window refresh (the dimension touched:
 // 7 swapped), round by round.
-func benchIncrementalPartitioned(ctx context.Context, db *sql.DB, apply, touchDim func() error, rounds, perDay int) error {
+func benchIncrementalPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, rounds, perDay int) error {
 	day := 0
 	changeDay := func() error {
 		day++
@@ -264,11 +294,11 @@ func benchIncrementalPartitioned(ctx context.Context, db *sql.DB, apply, touchDi
 				return err
 			}
 			start := time.Now()
-			if err := apply(); err != nil {
+			if _, err := t.apply(); err != nil {
 				return err
 			}
 			wall[i] = append(wall[i], time.Since(start))
-			ev, err := lastEvent(ctx, db, "hist_part")
+			ev, err := lastEvent(ctx, db, t.flow)
 			if err != nil {
 				return err
 			}
@@ -279,10 +309,10 @@ func benchIncrementalPartitioned(ctx context.Context, db *sql.DB, apply, touchDi
 	fmt.Printf("\npartitioned target: a tenth of one day's %d rows changed, against the whole window, median of %d rounds, one run:\n\n", perDay, rounds)
 	fmt.Println("| refresh | rwc apply | ÷ whole window | refresh | ÷ whole window | what rwc did |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: | --- |")
-	w, t := median(wall[1]), median(inTx[1])
+	w, tx := median(wall[1]), median(inTx[1])
 	for i, k := range kinds {
 		fmt.Printf("| %s | %s | %.2f× | %s | %.2f× | %s |\n", k.name, median(wall[i]).Round(time.Millisecond), ratio(median(wall[i]), w),
-			median(inTx[i]).Round(time.Millisecond), ratio(median(inTx[i]), t), counts(actions[i]))
+			median(inTx[i]).Round(time.Millisecond), ratio(median(inTx[i]), tx), counts(actions[i]))
 	}
 	fmt.Println("goal: the incremental refresh ≤ 0.25× the whole window's")
 	return nil

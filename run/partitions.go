@@ -194,27 +194,27 @@ func discardStages(ctx context.Context, tx *sql.Tx, stmts compile.Statements) er
 // commit. The lock is tried in short attempts (ddlAttempt) until the lock
 // timeout has passed, each in a savepoint: while one attempt waits behind a
 // long reader, every reader that comes after queues behind it, so giving up
-// soon lets them through. It returns how long the lock was held before
-// the commit (the exchange), for the log.
-func (r *Runner) swapPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) (time.Duration, error) {
+// soon lets them through. It returns when it got the lock, which the
+// commit releases.
+func (r *Runner) swapPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) (time.Time, error) {
 	if stmts.Lock == "" {
-		return 0, nil
+		return time.Time{}, nil
 	}
 	if err := r.lockInAttempts(ctx, tx, stmts.Lock); err != nil {
-		return 0, err
+		return time.Time{}, err
 	}
 	// All the exchanges in one round trip: the lock is held for their
 	// work, not for as many round trips. Should one fail, the error names
 	// its relation, and the whole refresh rolls back.
-	held := time.Now()
+	locked := time.Now()
 	var all []string
 	for _, sw := range stmts.Swaps {
 		all = append(all, sw.Exchange...)
 	}
 	if _, err := tx.ExecContext(ctx, strings.Join(all, "; ")); err != nil {
-		return 0, fmt.Errorf("flow %s: swapping in %d partitions: %w", f.Name(), len(stmts.Swaps), err)
+		return locked, fmt.Errorf("flow %s: swapping in %d partitions: %w", f.Name(), len(stmts.Swaps), err)
 	}
-	return time.Since(held), nil
+	return locked, nil
 }
 
 // lockInAttempts runs a LOCK statement in attempts of ddlAttempt, ddlPause
