@@ -27,11 +27,6 @@ func (e *env) oidOf(table string) string {
 	return e.value(`SELECT coalesce(to_regclass($1)::oid::text, '')`, table)
 }
 
-// windowRows is what the target holds from day on, as "d k v" lines.
-func (e *env) windowRows(table, from string) []string {
-	return e.rows(`SELECT d || ' ' || k || ' ' || v FROM ` + table + ` WHERE d >= '` + from + `' ORDER BY 1`)
-}
-
 // The life of a partitioned target: created partitioned, with its
 // partitions made ahead of the window; a refresh swaps the window's
 // partitions in (new tables: nothing deleted, nothing dead); the next day
