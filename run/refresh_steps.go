@@ -100,7 +100,12 @@ func (r *Runner) begin(ctx context.Context, conn *sql.Conn) (*sql.Tx, error) {
 	// DateStyle ISO: partition values are read back as text and must parse.
 	// The parser's settings: a statement of an earlier refresh on this
 	// session may have changed them, and rwc's own SQL is read with them too.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+	// jit off: a refresh reads and writes a window, and PostgreSQL's
+	// estimate of a window of a large table runs high (63,000 rows of a
+	// 32M-row target estimated at 276,000, cost 737,000), past
+	// jit_above_cost; compiling the DELETE then took 109 ms of its 194
+	// (docs/benchmarks.md), and the cost grew with the history.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL jit = off; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		tx.Rollback()
 		return nil, err
