@@ -37,6 +37,7 @@ demo: build postgres
 # rwc binary also compares the two, round by round in the same run.
 bench: build postgres
 	$(GO) run ./bench -rwc $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
+	$(GO) run ./bench -rwc $(BIN) -history 1000000,8000000,32000000
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # The randomised equivalence of incremental refresh with a full recompute,

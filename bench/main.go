@@ -16,6 +16,11 @@
 // rwc refresh --full and during a refresh that adds a column, N rounds each
 // (with -baseline, for both binaries, alternating): see benchReaders.
 //
+// -history 1000000,8000000,32000000 measures only a 7-day window's refresh
+// on targets holding that much history, plain and partitioned, then the
+// partitioned target's repeated and incremental refreshes and a reader's
+// waits during its swaps: see benchHistory.
+//
 // -layout says how the fact table's rows lie on disk: "clustered" (by date,
 // as a table loaded day after day is) or "scattered" (every page holds
 // every day: each day's rows are read from all of the table's pages).
@@ -73,7 +78,20 @@ func main() {
 	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
 	baseline := flag.String("baseline", "", "another rwc binary (an earlier commit's) to compare -rwc with, round by round on the same data")
 	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
+	history := flag.String("history", "", `measure only a 7-day window's refresh on a plain and a partitioned target holding these many rows of history, e.g. "1000000,8000000,32000000", then the partitioned target's repeated, incremental and concurrent-reader figures`)
 	flag.Parse()
+	if *history != "" {
+		var levels []int
+		for _, f := range strings.Split(*history, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: -history %q: want a list of row counts\n", *history)
+				os.Exit(2)
+			}
+			levels = append(levels, n)
+		}
+		historyLevels = levels
+	}
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
@@ -83,6 +101,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// historyLevels: -history's row counts (nil: not that measurement).
+var historyLevels []int
 
 // layouts give the date of fact row i (1..{rows}) as SQL.
 var layouts = map[string]string{
@@ -119,6 +140,9 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 		return err
 	}
 	defer db.Close()
+	if historyLevels != nil {
+		return benchHistory(ctx, db, dsn, tmp, rwcBin, historyLevels, rounds)
+	}
 
 	fmt.Printf("generating %d fact rows over 365 days, %s…\n", rows, layout)
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(`

@@ -28,6 +28,7 @@ type Flow struct {
 	DependsOn []*Flow
 	// indexes: see Indexes.
 	indexes         []Index
+	partitioned     bool // partitioning: passed lint (see Partitioned)
 	fingerprintOnce sync.Once
 	fingerprint     string
 }
@@ -180,6 +181,7 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 		}
 	}
 	ds = append(ds, f.analyzeIndexes()...)
+	ds = append(ds, f.analyzePartitioning()...)
 	if strings.TrimSpace(t.Query.Value) != "" {
 		a, err := query.Analyze(t.Query.Value)
 		if err != nil {

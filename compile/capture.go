@@ -86,6 +86,9 @@ func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured
 		return d
 	}
 	narrowed, err := f.Narrow(window, c.Changed)
+	if err == nil && f.Partitioned() {
+		narrowed, err = f.wholePartitions(window, narrowed, c.Changed)
+	}
 	if err != nil {
 		// A source's partition values are not the target's (another type):
 		// the window cannot be mapped onto that source.
@@ -129,7 +132,8 @@ func (f *Flow) CaptureWrites(pre Decision, window, resolved *predicate.Predicate
 		if err != nil {
 			return final, nil, err
 		}
-		writes = append(writes, whole)
+		first, whole := OnTop(s, whole)
+		writes = []Statements{first, whole}
 	}
 	return final, writes, nil
 }
@@ -141,18 +145,29 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 	switch {
 	case d.Unchanged:
 		return Statements{}, nil
+	case f.Partitioned() && d.Narrowed != nil:
+		return f.partitionedWrites(d, d.Narrowed, resolved, false, true, obs)
+	case f.Partitioned():
+		return f.partitionedWrites(d, resolved, resolved, full, false, obs)
 	case d.Narrowed != nil:
 		s, err := f.Statements(d.Narrowed, false, obs)
 		if err == nil && s.Insert != "" {
-			// The rows inserted in each partition are what the refresh
-			// stores of its write, to recognise it at the next one.
-			col := pq.QuoteIdentifier(f.PartitionBy)
-			s.Insert = "WITH ins AS (" + s.Insert + "\nRETURNING " + col + ") SELECT (" + col + ")::text, count(*) FROM ins GROUP BY 1"
-			s.PerPartition = true
+			s.Insert, s.PerPartition = f.perPartition(s.Insert), true
 		}
 		return s, err
 	}
 	return f.Statements(resolved, full, obs)
+}
+
+// perPartition makes an incremental write's INSERT return, for each
+// partition value (as text), the rows it inserted there: what the refresh
+// stores of its write, to recognise it at the next one.
+func (f *Flow) perPartition(insert string) string {
+	if insert == "" {
+		return ""
+	}
+	col := pq.QuoteIdentifier(f.PartitionBy)
+	return "WITH ins AS (" + insert + "\nRETURNING " + col + ") SELECT (" + col + ")::text, count(*) FROM ins GROUP BY 1"
 }
 
 var targetCheckWords = map[TargetCheck]string{TargetNotProbed: "not_probed", TargetPending: "pending", TargetClean: "clean", TargetChanged: "changed"}

@@ -15,6 +15,8 @@ func (fp *FlowPlan) planIndexes(f, old *Flow, obs Observation, creating bool) {
 			}
 			fp.Indexes = append(fp.Indexes, c)
 		}
+	case obs.IndexesRead && f.Partitioned():
+		fp.Indexes = f.PartitionedIndexChanges(obs.Indexes, obs.Partitions)
 	case obs.IndexesRead:
 		fp.Indexes = f.IndexChanges(obs.Indexes)
 	case old != nil:

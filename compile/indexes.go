@@ -31,7 +31,12 @@ type Index struct {
 	WhereSQL string
 	// Default: no indexes: key, so rwc indexes the partition column.
 	Default bool
-	Pos     diag.Pos
+	// OnPartitioned: the index is a partitioned target's (partitioning:),
+	// which its name says too (IndexName): a plain target renamed aside
+	// keeps its indexes' names, and the partitioned target that replaces
+	// it must not collide with them.
+	OnPartitioned bool
+	Pos           diag.Pos
 }
 
 // Indexes are the indexes f's target has when rwc has done its work: the
@@ -53,6 +58,9 @@ func IsRWCIndex(name string) bool { return indexNameSuffix.MatchString(name) }
 func IndexName(table string, ix Index) string {
 	def := fmt.Sprintf("table=%s;primary=%t;unique=%t;using=%s;columns=%s;where=%s",
 		table, ix.Primary, ix.Unique, ix.Using, strings.Join(ix.Columns, ","), ix.WhereSQL)
+	if ix.OnPartitioned {
+		def += ";partitioned"
+	}
 	h := sha256.Sum256([]byte(def))
 	suffix := "_rwc_" + hex.EncodeToString(h[:4])
 	base := table + "_" + strings.Join(ix.Columns, "_")
@@ -85,7 +93,7 @@ func (f *Flow) analyzeIndexes() diag.List {
 	if !t.IndexesDeclared && f.PartitionBy != "" && !f.primaryLeadsWith(f.PartitionBy) {
 		c := t.Column(f.PartitionBy)
 		if c != nil && MethodSupports("btree", c.Type) {
-			ix := Index{Columns: []string{f.PartitionBy}, Using: "btree", Default: true, Pos: t.Pos}
+			ix := Index{Columns: []string{f.PartitionBy}, Using: "btree", Default: true, Pos: t.Pos, OnPartitioned: t.Partitioning != nil}
 			ix.Name = IndexName(t.Name, ix)
 			f.indexes = append(f.indexes, ix)
 		}
@@ -124,6 +132,7 @@ func (f *Flow) addIndex(ix Index, decl *spec.Index) diag.List {
 	if ix.Unique {
 		ds = append(ds, f.keyCoversWindow(ix)...)
 	}
+	ix.OnPartitioned = f.Table.Partitioning != nil
 	ix.Name = IndexName(f.Table.Name, ix)
 	for _, other := range f.indexes {
 		if other.Name == ix.Name {

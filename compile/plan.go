@@ -82,6 +82,11 @@ type FlowPlan struct {
 	// Partitions: for an incremental refresh planned with a database, the
 	// partition values whose source rows changed, which it recomputes.
 	Partitions []string `json:"partitions,omitempty"`
+	// Partitioning and Swapped: a partitioned target's key and interval,
+	// and the partitions (their first days) the refresh swaps in whole;
+	// the rest of its window it deletes and inserts.
+	Partitioning *PlanPartitioning `json:"partitioning,omitempty"`
+	Swapped      []string          `json:"swapped,omitempty"`
 	// Indexes: what becomes of the target's indexes (planIndexes).
 	Indexes []IndexChange `json:"indexes,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
@@ -389,6 +394,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		return fp, err
 	}
 	obs := in.observe(f, &fp)
+	obs.Today = rc.Today()
 	stmts, err := f.Statements(window, false, obs)
 	if err != nil {
 		return fp, err
@@ -457,7 +463,20 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if in.Rows != nil && !dec.Unchanged {
 		fp.RowCounts = in.Rows(f, writes[len(writes)-1])
 	}
+	if f.Partitioned() {
+		fp.Partitioning = &PlanPartitioning{By: f.Table.Partitioning.By, Interval: f.Table.Partitioning.Interval}
+		for _, sw := range writes[len(writes)-1].Swaps {
+			fp.Swapped = append(fp.Swapped, sw.From)
+		}
+	}
 	return fp, nil
+}
+
+// PlanPartitioning is a partitioned target's partitioning:, as a plan
+// shows it.
+type PlanPartitioning struct {
+	By       string `json:"by"`
+	Interval string `json:"interval"`
 }
 
 // decide is the refresh's decision, as rwc apply makes it: when the flow

@@ -41,15 +41,64 @@ type Statements struct {
 	// after the sources dropped its days loses those days' rows. Run only
 	// for overrides of protected flows (Flow.Protected).
 	CountLost string
+	// A partitioned target's (see partitionedWrites): Premake creates the
+	// partitions missing for what the refresh writes, before its DELETE;
+	// Swaps replace whole partitions, their Exchange run under Lock, the
+	// refresh's last statements before it commits.
+	Premake []string
+	// Overflow lists the partition values of rows after the partitions
+	// Premake makes (a window open above); the refresh creates their
+	// partitions too (Flow.PremakeFor) before its INSERT.
+	Overflow string
+	Swaps    []Swap
+	Lock     string
+	// Discard drops the partitions an earlier write of the same refresh
+	// staged and that it no longer swaps in (OnTop).
+	Discard []string
 }
 
-// List returns the statements that change data, in order, for display.
+// OnTop is what a refresh sends when it writes whole, the whole window's
+// statements, on top of first, an incremental write it sent already (the
+// target turned out changed outside rwc): first as it was sent, without
+// its swap, which the refresh never makes then; and whole, which first
+// drops the partitions first staged, and makes none first made.
+func OnTop(first, whole Statements) (Statements, Statements) {
+	first.Lock = ""
+	swaps := make([]Swap, len(first.Swaps))
+	whole.Discard = nil
+	for i, sw := range first.Swaps {
+		sw.Exchange = nil
+		swaps[i] = sw
+		whole.Discard = append(whole.Discard, "DROP TABLE "+sw.Stage)
+	}
+	first.Swaps = swaps
+	whole.Premake = nil
+	return first, whole
+}
+
+// List returns the statements that change data, in the order they run,
+// for display.
 func (s Statements) List() []string {
 	var out []string
-	for _, x := range []string{s.Delete, s.Insert} {
-		if x != "" {
-			out = append(out, x)
+	add := func(xs ...string) {
+		for _, x := range xs {
+			if x != "" {
+				out = append(out, x)
+			}
 		}
+	}
+	add(s.Discard...)
+	add(s.Premake...)
+	add(s.Overflow)
+	add(s.Delete, s.Insert)
+	for _, sw := range s.Swaps {
+		add(sw.Build, sw.Load)
+		add(sw.Prepare...)
+		add(sw.CountOld)
+	}
+	add(s.Lock)
+	for _, sw := range s.Swaps {
+		add(sw.Exchange...)
 	}
 	return out
 }
@@ -87,6 +136,16 @@ type Observation struct {
 	// which its column changes add before the refresh writes. A loss count
 	// made before them reads them as NULL, as ADD COLUMN leaves every row.
 	Lacks []string `json:",omitempty"`
+	// Partitioned: the target is a partitioned table; Partitions are its
+	// partitions when they were read (PartitionsRead: a refresh and a plan
+	// with a database read them; without, the plan assumes rwc's names).
+	Partitioned    bool             `json:",omitempty"`
+	Partitions     []PartitionBound `json:",omitempty"`
+	PartitionsRead bool             `json:",omitempty"`
+	// Today is the refresh's day, its clock read in its time zone (not the
+	// database's): a partitioned target gets partitions up to a little
+	// after it, and those after it are not swapped.
+	Today predicate.Date `json:",omitempty"`
 }
 
 // TypeMismatch is one predicate column whose query type is not the
@@ -121,15 +180,14 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		PredicateSQL:  where,
 		PredicateCEL:  p.Root.CEL(),
 		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
-		CreateTable:   fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", ")),
+		CreateTable:   f.createTable(defs),
 		CreateIndexes: f.CreateIndexes(),
 		CountOutside:  fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}
 	src, pushed := f.pushedQuery(p, obs)
 	s.PushedTo = pushed
-	list := strings.Join(cols, ", ")
-	s.Yield = fmt.Sprintf("SELECT %s FROM (\n%s\n) AS src\nWHERE %s", list, f.typedSource(p.Columns, src), where)
-	s.Insert = fmt.Sprintf("INSERT INTO %s (%s)\n%s", s.Target, list, s.Yield)
+	s.Yield = f.yieldSQL(p, src, where)
+	s.Insert = f.insertSQL(s.Target, p, src, where)
 	if full {
 		s.Delete = "DELETE FROM " + s.Target
 	} else {
@@ -137,6 +195,46 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where, obs)
 	}
 	return s, nil
+}
+
+// createTable is the target's CREATE TABLE, partitioned by range on its
+// partitioning column when it has one.
+func (f *Flow) createTable(defs []string) string {
+	s := fmt.Sprintf("CREATE TABLE %s (%s)", f.Target(), strings.Join(defs, ", "))
+	if f.Partitioned() {
+		s += " PARTITION BY RANGE (" + pq.QuoteIdentifier(f.Table.Partitioning.By) + ")"
+	}
+	return s
+}
+
+// insertSQL is the INSERT BY NAME into into (the target, or a staging
+// table) of src's rows in the window where.
+func (f *Flow) insertSQL(into string, p *predicate.Predicate, src, where string) string {
+	return fmt.Sprintf("INSERT INTO %s (%s)\n%s", into, f.columnList(), f.yieldSQL(p, src, where))
+}
+
+// yieldSQL is the SELECT an INSERT of insertSQL inserts.
+func (f *Flow) yieldSQL(p *predicate.Predicate, src, where string) string {
+	list := f.columnList()
+	return fmt.Sprintf("SELECT %s FROM (\n%s\n) AS src\nWHERE %s", list, f.typedSource(p.Columns, src), where)
+}
+
+func (f *Flow) columnList() string {
+	cols := make([]string, len(f.Table.Columns))
+	for i, c := range f.Table.Columns {
+		cols[i] = pq.QuoteIdentifier(c.Name)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// insertInto is insertSQL for p, pushed down.
+func (f *Flow) insertInto(into string, p *predicate.Predicate, obs Observation) (string, error) {
+	where, err := p.SQL(nil)
+	if err != nil {
+		return "", err
+	}
+	src, _ := f.pushedQuery(p, obs)
+	return f.insertSQL(into, p, src, where), nil
 }
 
 // WindowLoss is the count a window refresh of a protected flow runs, in

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // Randomised equivalence of incremental refresh with the definition of a
@@ -109,8 +110,11 @@ func TestIncrementalEquivalence(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do; %d fallbacks: %v), %d overrides, %d full refreshes",
-		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.fallbacks, total.reasons, total.overrides, total.fulls)
+	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do; %d fallbacks: %v), %d overrides, %d full refreshes; %d partitions swapped in whole",
+		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.fallbacks, total.reasons, total.overrides, total.fulls, total.swapped)
+	if sequences >= 50 && total.swapped == 0 {
+		t.Errorf("no partition was swapped: the partitioned sequences test nothing of the swap")
+	}
 	if !t.Failed() && done.Load() != int64(sequences) {
 		t.Errorf("ran %d sequences, want %d", done.Load(), sequences)
 	}
@@ -131,6 +135,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 type eqStats struct {
 	refreshes, incremental, partial, nothing, fallbacks, overrides, fulls int
+	swapped                                                               int // partitions swapped in whole
 	reasons                                                               map[compile.Reason]int
 }
 
@@ -142,6 +147,7 @@ func (s *eqStats) add(o eqStats) {
 	s.fallbacks += o.fallbacks
 	s.overrides += o.overrides
 	s.fulls += o.fulls
+	s.swapped += o.swapped
 	if s.reasons == nil {
 		s.reasons = map[compile.Reason]int{}
 	}
@@ -317,11 +323,14 @@ type eqSeq struct {
 	history []string
 	stats   eqStats
 
-	shape  *eqShape
-	win    eqWindow
-	f      *flowT
-	now    int
-	nextID int
+	shape *eqShape
+	win   eqWindow
+	// interval: the target is partitioned by d, one partition per day,
+	// week or month ("": a plain target), for about half the sequences.
+	interval string
+	f        *flowT
+	now      int
+	nextID   int
 
 	// What changed since the last refresh that stored the sources'
 	// fingerprints (a window or full refresh): the fact days touched, a
@@ -364,10 +373,15 @@ func (q *eqSeq) run() {
 	e := q.e
 	e.exec(`DROP TABLE IF EXISTS fact, fact2, dim, t, ref; DELETE FROM rwc.flows; DELETE FROM rwc.fingerprints; DELETE FROM rwc.events`)
 	q.shape = &eqShapes[q.rng.IntN(len(eqShapes))]
+	// Drawn from a generator of its own, so that a seed's plain sequence
+	// is what it was before partitioned targets were added.
+	if part := rand.New(rand.NewPCG(uint64(q.seed), 0xfa27)); part.IntN(2) == 0 {
+		q.interval = []string{"day", "week", "month"}[part.IntN(3)]
+	}
 	q.now = eqStart
 	q.touched, q.dirty, q.maybeDirty, q.dmlDays = map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	q.win = q.randomWindow()
-	q.logf("shape %q, window %s, now day %d", q.shape.name, q.win.cel(), q.now)
+	q.logf("shape %q, window %s, now day %d, partitioned by %q", q.shape.name, q.win.cel(), q.now, q.interval)
 
 	e.exec(`CREATE TABLE dim (k int PRIMARY KEY, name text);
 		INSERT INTO dim VALUES (1, 'n1'), (2, 'n2'), (3, 'n3');
@@ -470,6 +484,9 @@ func (q *eqSeq) reload() {
 	}
 	spec := "pipeline: p\ntables:\n  t:\n    replace_where: " + q.win.cel() + "\n    columns:\n" + cols.String() +
 		"    query: |\n      " + q.shape.query + "\n"
+	if q.interval != "" {
+		spec += "    partitioning: {by: d, interval: " + q.interval + "}\n"
+	}
 	q.f = flow(q.t, map[string]string{"p.yaml": spec}, "t")
 	if !q.f.Incremental() {
 		q.fatalf("flow of shape %q with window %s cannot refresh incrementally", q.shape.name, q.win.cel())
@@ -532,6 +549,7 @@ func (q *eqSeq) refresh() {
 	q.logf("refresh at day %d, window %s: %s %v partitions %v (-%d +%d)", q.now, cur, res.Action, res.Reasons, res.Partitions, res.RowsDeleted, res.RowsInserted)
 	q.refMaintain(cur.sql(), false)
 	q.stats.refreshes++
+	q.stats.swapped += len(res.Swapped)
 	if q.stats.reasons == nil {
 		q.stats.reasons = map[compile.Reason]int{}
 	}
@@ -759,7 +777,7 @@ func (q *eqSeq) targetDML() {
 	switch q.rng.IntN(5) {
 	case 0:
 		dl := "DATE '" + eqDate(day) + "'"
-		if q.rng.IntN(8) == 0 {
+		if q.rng.IntN(8) == 0 && q.interval == "" { // a range partition holds no NULL
 			dl, day = "NULL", -1
 		}
 		stmt = "INSERT INTO %s VALUES " + q.shape.row(dl, q.rng.IntN(100))
@@ -777,6 +795,9 @@ func (q *eqSeq) targetDML() {
 		stmt = fmt.Sprintf("DELETE FROM %%s WHERE d = DATE '%s'", eqDate(day))
 		days = []int{day}
 	}
+	for _, d := range days {
+		q.ensurePartition(d)
+	}
 	n1 := q.exec(fmt.Sprintf(stmt, "t"))
 	n2 := q.exec(fmt.Sprintf(stmt, "ref"))
 	if n1 != n2 {
@@ -791,6 +812,31 @@ func (q *eqSeq) targetDML() {
 		}
 	}
 	q.logf("target DML %q: %d rows", fmt.Sprintf(stmt, "t"), n1)
+}
+
+// ensurePartition creates, by hand as a user would, the partition of a
+// partitioned target that DML on day needs, with rwc's name and bounds.
+func (q *eqSeq) ensurePartition(day int) {
+	if q.interval == "" || day < 0 {
+		return
+	}
+	from := eqDay0.AddDate(0, 0, day)
+	var to time.Time
+	switch q.interval {
+	case "day":
+		to = from.AddDate(0, 0, 1)
+	case "week":
+		from = from.AddDate(0, 0, -((int(from.Weekday()) + 6) % 7))
+		to = from.AddDate(0, 0, 7)
+	case "month":
+		from = time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)
+		to = from.AddDate(0, 1, 0)
+	}
+	name := compile.PartitionName("t", predicate.DateOf(from), false)
+	if q.e.value(`SELECT to_regclass($1) IS NULL`, name) == "true" {
+		q.e.exec(fmt.Sprintf("CREATE TABLE %s PARTITION OF t FOR VALUES FROM ('%s') TO ('%s')", name, from.Format("2006-01-02"), to.Format("2006-01-02")))
+		q.logf("partition %s made by hand", name)
+	}
 }
 
 func (q *eqSeq) exec(stmt string) int64 {

@@ -57,8 +57,12 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 			return ex, err
 		}
 	}
+	in.Observed.Today = res.Today()
 	ex.Observed = in.Observed
-	if in.Observed.IndexesRead {
+	switch {
+	case in.Observed.IndexesRead && f.Partitioned():
+		ex.Indexes = f.PartitionedIndexChanges(in.Observed.Indexes, in.Observed.Partitions)
+	case in.Observed.IndexesRead:
 		ex.Indexes = f.IndexChanges(in.Observed.Indexes)
 	}
 	ex.Decision = f.DecideRefresh(in)

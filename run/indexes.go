@@ -68,11 +68,23 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 	if !oid.Valid || uint32(oid.Int64) != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
 		return nil // the refresh creates it, refuses it, or changes its columns first
 	}
+	var obs compile.Observation
+	if err := observePartitions(ctx, conn, uint32(oid.Int64), &obs); err != nil {
+		return err
+	}
+	if obs.Partitioned != f.Partitioned() {
+		// The refresh refuses it (partitioningAgrees), before anything
+		// changes.
+		return nil
+	}
 	have, err := targetIndexes(ctx, conn, f.Target())
 	if err != nil {
 		return err
 	}
 	changes := f.IndexChanges(have)
+	if obs.Partitioned {
+		changes = f.PartitionedIndexChanges(have, obs.Partitions)
+	}
 	if !slices.ContainsFunc(changes, func(c compile.IndexChange) bool { return len(c.SQL) > 0 }) {
 		return nil
 	}

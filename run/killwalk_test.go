@@ -130,6 +130,14 @@ tables:
 
 var plainCopy = copySpec("", "", "SELECT d, k, v FROM ev")
 
+// partCopy is plainCopy into a target partitioned by day, its window
+// bounded above (rwc apply has no --at: an open window would reach today
+// and beyond).
+func partCopy(interval, query string) string {
+	return strings.Replace(copySpec("    partitioning: {by: d, interval: "+interval+"}\n", "", query),
+		"d >= date('2026-03-05')", "d >= date('2026-03-05') && d <= date('2026-03-12')", 1)
+}
+
 // events is a check that the uncut run logged these flow/action pairs last.
 func events(want ...string) func(t *testing.T, db *sql.DB) {
 	return func(t *testing.T, db *sql.DB) {
@@ -222,6 +230,47 @@ batch: 2d
 		specs:   map[string]string{"p.yaml": plainCopy},
 		args:    []string{"refresh", "t", "--full", "--yes", "--allow-dirty", "--specs", "DIR"},
 		check:   events("t full_refresh"),
+	},
+	{
+		// Partitions made, the window's staged and swapped in.
+		name:    "partitioned first create",
+		targets: []string{"public.t"},
+		seed:    walkSeed,
+		fresh:   true,
+		specs:   map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		check:   events("t create"),
+	},
+	{
+		// The changed days' partitions swapped, the others kept.
+		name:    "partitioned incremental swap",
+		targets: []string{"public.t"},
+		seed:    walkSeed,
+		specs:   map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		between: walkChange,
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		check:   events("t incremental"),
+	},
+	{
+		// Every partition of the window swapped.
+		name:       "partitioned whole-window swap",
+		targets:    []string{"public.t"},
+		seed:       walkSeed,
+		setupSpecs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		between:    walkChange + `; INSERT INTO t VALUES ('2026-03-06', 'dml', 1)`,
+		specs:      map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v + 1 AS v FROM ev")},
+		args:       []string{"apply", "--allow-dirty", "DIR"},
+		check:      events("t recompute_window"),
+	},
+	{
+		// Monthly partitions: the window cuts March, deleted and inserted.
+		name:    "partitioned cut boundary",
+		targets: []string{"public.t"},
+		seed:    walkSeed,
+		specs:   map[string]string{"p.yaml": partCopy("month", "SELECT d, k, v FROM ev")},
+		between: walkChange + `; INSERT INTO t VALUES ('2026-03-01', 'dml', 1)`,
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		check:   events("t incremental"),
 	},
 	{
 		name:         "column add",

@@ -128,13 +128,19 @@ type Result struct {
 	Columns []string `json:"columns"`
 	// Partitions are the partition values an incremental refresh
 	// recomputed (empty for a whole-window refresh).
-	Partitions []string      `json:"partitions,omitempty"`
-	Duration   time.Duration `json:"-"`
-	Err        error         `json:"-"`
+	Partitions []string `json:"partitions,omitempty"`
+	// Swapped are the first days of the partitions of a partitioned target
+	// that the refresh swapped in whole (the rest it deleted and inserted).
+	Swapped  []string      `json:"swapped,omitempty"`
+	Duration time.Duration `json:"-"`
+	Err      error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
 	// incremental write the whole window's recompute replaced): dead rows
 	// that neither count shows.
 	deadAgain int64
+	// swapped: rows deleted by swapping their partitions out (no dead
+	// rows); staged: rows inserted into staging tables, by the last write.
+	swapped, staged int64
 }
 
 // flowState is a flow's row in rwc.flows.
@@ -254,7 +260,7 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 // window is recomputed on top, in this transaction, so that the result is a
 // whole-window recompute's; the rows inserted a moment ago are deleted
 // again (and counted as dead once).
-func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, pre, dec compile.Decision, resolved *predicate.Predicate, obs compile.Observation, res *Result) (compile.Decision, error) {
+func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, pre, dec compile.Decision, stmts *compile.Statements, resolved *predicate.Predicate, obs compile.Observation, res *Result) (compile.Decision, error) {
 	final, err := c.decideKnown(pre)
 	if err != nil {
 		return dec, err
@@ -266,13 +272,24 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 		if err != nil {
 			return dec, err
 		}
-		deleted, inserted, err := write(ctx, tx, f, whole, 0, nil)
+		_, whole = compile.OnTop(*stmts, whole)
+		for _, d := range whole.Discard {
+			if _, err := tx.ExecContext(ctx, d); err != nil {
+				return dec, err
+			}
+		}
+		w, err := write(ctx, tx, f, whole, 0, nil)
 		if err != nil {
 			return dec, err
 		}
-		res.deadAgain = res.RowsInserted
-		res.RowsDeleted += deleted - res.RowsInserted
-		res.RowsInserted = inserted
+		// The rows the incremental write inserted into the target itself
+		// are deleted again, dead; those it staged go with their tables.
+		direct := res.RowsInserted - res.staged
+		res.deadAgain = direct
+		res.RowsDeleted += w.deleted - direct
+		res.RowsInserted = w.inserted
+		res.swapped, res.staged = res.swapped+w.swapped, w.staged
+		*stmts = whole
 	}
 	res.Action, res.Reasons, res.Partitions = final.Action, final.Reasons, final.Partitions
 	return final, nil
@@ -307,29 +324,52 @@ type queryer interface {
 
 // write runs a refresh's DELETE and INSERT, those it has, and returns the
 // rows each affected (deleted as given without a DELETE). Given counts, it also counts the rows inserted per partition
-// value, as the target's probe prints them.
-func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (int64, int64, error) {
+// value, as the target's probe prints them. A partitioned target's missing
+// partitions are created first, and its swaps staged after (stage): the
+// rows they will remove count as deleted, swapped the rows to leave no
+// dead rows behind.
+func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
+	if err := premake(ctx, tx, f, stmts); err != nil {
+		return written{}, err
+	}
 	if stmts.Delete != "" {
 		n, err := execCount(ctx, tx, stmts.Delete)
 		if err != nil {
-			return 0, 0, err
+			return written{}, err
 		}
 		deleted = n
 	}
-	if stmts.Insert == "" {
-		return deleted, 0, nil
-	}
-	if !stmts.PerPartition {
-		r, err := userExec(ctx, tx, stmts.Insert)
+	var inserted int64
+	if stmts.Insert != "" {
+		n, err := insertRows(ctx, tx, f, stmts.Insert, stmts.PerPartition, counts)
 		if err != nil {
-			return 0, 0, queryError(f, err)
+			return written{}, err
 		}
-		n, err := r.RowsAffected()
-		return deleted, n, err
+		inserted = n
 	}
-	rows, done, err := userRows(ctx, tx, stmts.Insert)
+	old, staged, err := stage(ctx, tx, f, stmts, counts)
+	return written{deleted: deleted + old, inserted: inserted + staged, swapped: old, staged: staged}, err
+}
+
+// written is what a write did: the rows it deleted (swapped among them:
+// those in the partitions it swaps out, which leave no dead rows) and
+// inserted (staged among them: those in staging tables).
+type written struct{ deleted, inserted, swapped, staged int64 }
+
+// insertRows runs an INSERT of the query's rows (into the target, or a
+// staging table) and returns how many it inserted; perPartition: it
+// returns them per partition value, added to counts.
+func insertRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, insert string, perPartition bool, counts map[string]int64) (int64, error) {
+	if !perPartition {
+		r, err := userExec(ctx, tx, insert)
+		if err != nil {
+			return 0, queryError(f, err)
+		}
+		return r.RowsAffected()
+	}
+	rows, done, err := userRows(ctx, tx, insert)
 	if err != nil {
-		return 0, 0, queryError(f, err)
+		return 0, queryError(f, err)
 	}
 	defer done()
 	var inserted int64
@@ -337,15 +377,17 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		var v sql.NullString
 		var n int64
 		if err := rows.Scan(&v, &n); err != nil {
-			return 0, 0, err
+			return 0, err
 		}
-		counts[v.String] += n
+		if counts != nil {
+			counts[v.String] += n
+		}
 		inserted += n
 	}
 	if err := rows.Err(); err != nil {
-		return 0, 0, queryError(f, err)
+		return 0, queryError(f, err)
 	}
-	return deleted, inserted, nil
+	return inserted, nil
 }
 
 func execCount(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
@@ -360,6 +402,9 @@ func insertEvent(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, kind string, res *Result, d time.Duration, errText string) error {
 	m := map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions}
+	if len(res.Swapped) > 0 {
+		m["swapped"] = res.Swapped
+	}
 	if res.RowsLost > 0 {
 		m["rows_lost"] = res.RowsLost
 	}

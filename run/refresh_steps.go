@@ -47,8 +47,18 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err != nil {
 		return err
 	}
+	locked, err := rt.swap(ctx)
+	if err != nil {
+		return err
+	}
 	if err := rt.tx.Commit(); err != nil {
 		return err
+	}
+	if !locked.IsZero() {
+		// What readers of the target can have waited for: the exchange and
+		// the commit (docs/benchmarks.md measures it from a reader's side).
+		fmt.Fprintf(r.opts.Log, "%s: swapped %d partition(s) in, holding ACCESS EXCLUSIVE on the target for %s (the exchange and the commit)\n",
+			rt.f.Name(), len(rt.stmts.Swaps), time.Since(locked).Round(time.Microsecond))
 	}
 	r.vacuum(ctx, conn, rt.f, res, churn)
 	return nil
@@ -90,7 +100,12 @@ func (r *Runner) begin(ctx context.Context, conn *sql.Conn) (*sql.Tx, error) {
 	// DateStyle ISO: partition values are read back as text and must parse.
 	// The parser's settings: a statement of an earlier refresh on this
 	// session may have changed them, and rwc's own SQL is read with them too.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+	// jit off: a refresh reads and writes a window, and PostgreSQL's
+	// estimate of a window of a large table runs high (63,000 rows of a
+	// 32M-row target estimated at 276,000, cost 737,000), past
+	// jit_above_cost; compiling the DELETE then took 109 ms of its 194
+	// (docs/benchmarks.md), and the cost grew with the history.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL DateStyle = ISO; SET LOCAL jit = off; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
 		r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
 		tx.Rollback()
 		return nil, err
@@ -109,6 +124,10 @@ func (rt *refreshTx) observe(ctx context.Context) error {
 	for _, m := range rt.obs.Mismatches {
 		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), m)
 	}
+	if err := observePartitions(ctx, rt.tx, rt.oid, &rt.obs); err != nil {
+		return err
+	}
+	rt.obs.Today = rt.r.today()
 	if rt.st, err = loadFlowState(ctx, rt.tx, f.Name()); err != nil {
 		return err
 	}
@@ -150,6 +169,9 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
 	if err := adoptable(f, rt.st, rt.oid); err != nil {
+		return err
+	}
+	if err := partitioningAgrees(f, rt.obs); err != nil {
 		return err
 	}
 	// Before anything is written or altered (column changes commit on
@@ -220,14 +242,34 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
 	rt.c.target.waitLocks()
-	var err error
-	if res.RowsDeleted, res.RowsInserted, err = write(ctx, rt.tx, f, rt.stmts, res.RowsDeleted, rt.counts); err != nil {
+	w, err := write(ctx, rt.tx, f, rt.stmts, res.RowsDeleted, rt.counts)
+	if err != nil {
 		return err
 	}
+	res.RowsDeleted, res.RowsInserted, res.swapped, res.staged = w.deleted, w.inserted, w.swapped, w.staged
 	if rt.dec.Await != compile.AwaitNothing {
-		rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, rt.resolved, rt.obs, res)
+		if rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, &rt.stmts, rt.resolved, rt.obs, res); err != nil {
+			return err
+		}
 	}
-	return err
+	// What the swap step will swap in, for the event stored before it.
+	for _, sw := range rt.stmts.Swaps {
+		res.Swapped = append(res.Swapped, sw.From)
+	}
+	return nil
+}
+
+// swap exchanges a partitioned target's staged partitions for the old
+// ones, last before the commit (Runner.swapPartitions). The probes aside
+// have ended by now (store waited for them), and with them their locks on
+// the target, which the swap's lock would otherwise wait for.
+func (rt *refreshTx) swap(ctx context.Context) (time.Time, error) {
+	if rt.stmts.Lock == "" {
+		return time.Time{}, nil
+	}
+	rt.c.target.result()
+	rt.c.later.result()
+	return rt.r.swapPartitions(ctx, rt.tx, rt.f, rt.stmts)
 }
 
 // store records the refresh for the next one: the fingerprints, the flow's

@@ -93,7 +93,7 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 		return compile.Observation{}, err
 	}
 	defer tx.Rollback()
-	obs, _, err := observe(ctx, tx, f)
+	obs, oid, err := observe(ctx, tx, f)
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
 		var qe *QueryError
@@ -104,6 +104,9 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 			}
 			err = &compile.MissingSource{Relation: rel, Pos: qe.Pos, Err: qe}
 		}
+	}
+	if err == nil {
+		err = observePartitions(ctx, tx, oid, &obs)
 	}
 	if err == nil && !obs.TargetMissing {
 		// What the plan compares the spec's indexes with (the refresh reads

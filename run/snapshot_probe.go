@@ -116,8 +116,8 @@ func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string
 	defer tx.Rollback()
 	// SET TRANSACTION SNAPSHOT must come before the transaction's first
 	// query; the settings match the refresh's (DateStyle: values are read
-	// back as text); the locks come in the same round trip.
-	stmt := fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'; SET LOCAL DateStyle = ISO; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
+	// back as text; jit off, see begin); the locks come in the same round trip.
+	stmt := fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'; SET LOCAL DateStyle = ISO; SET LOCAL jit = off; SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d",
 		snapshot, r.opts.LockTimeout.Milliseconds(), r.opts.StatementTimeout.Milliseconds())
 	if len(tables) > 0 {
 		stmt += "; LOCK TABLE " + strings.Join(tables, ", ") + " IN ACCESS SHARE MODE"

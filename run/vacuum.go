@@ -47,7 +47,7 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	// A full refresh's DELETE leaves every row it deleted dead, the whole
 	// table's: counted like a window's, they bring the VACUUM forward by
 	// as many windows' worth.
-	c := churn{dead: dead + res.RowsDeleted + res.deadAgain}
+	c := churn{dead: dead + res.RowsDeleted - res.swapped + res.deadAgain}
 	c.vacuum = res.Action == compile.ActionCreate || c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
 	_, err = tx.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = $2, vacuums = $3 WHERE flow = $1`, f.Name(), c.dead, vacuums)
 	return c, err

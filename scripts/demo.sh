@@ -32,6 +32,13 @@ step "late data arrives for yesterday; rwc apply recomputes only that day (incre
 psql -q -X "$url" -c "INSERT INTO clickstream_events SELECT 10000000 + i, current_date - 1, '/late', i FROM generate_series(1, 500) i"
 $rwc apply --allow-dirty
 
+step "order_lines_daily is partitioned by day: a late order swaps yesterday's partition in (no DELETE, no dead rows)"
+psql -q -X "$url" -c "INSERT INTO orders_fct VALUES (20000001, current_date - 1, 'emea', 7, 2, 9.99)"
+$rwc apply --allow-dirty
+psql -X "$url" -c "SELECT c.relname AS partition, pg_get_expr(c.relpartbound, c.oid) AS bounds, (SELECT count(*) FROM analytics.order_lines_daily o WHERE o.tableoid = c.oid) AS rows
+  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'analytics.order_lines_daily'::regclass ORDER BY 1"
+$rwc events order_lines_daily
+
 step "a one-off recompute of 18 older days of the clickstream, in batches of 7 days"
 $rwc refresh pipelines clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch 7d --allow-dirty
 

@@ -24,6 +24,7 @@ const BackfillDir = "backfills"
 
 var allowedKeys = map[string][]string{
 	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys, "index": IndexKeys,
+	"partitioning": PartitioningKeys,
 }
 
 // Load reads every pipeline (dir/*.yaml) and backfill (dir/backfills/*.yaml)
@@ -248,6 +249,8 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 		case "primary_key":
 			k := loadKey(val, file)
 			t.PrimaryKey = &k
+		case "partitioning":
+			t.Partitioning = loadPartitioning(key, val, file)
 		}
 	}
 	ds = append(ds, checkColumns(t)...)

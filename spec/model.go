@@ -45,6 +45,18 @@ type Table struct {
 	IndexesPos      diag.Pos
 	// PrimaryKey is primary_key's columns (nil: none).
 	PrimaryKey *Key
+	// Partitioning makes the target a partitioned table (nil: a plain one).
+	Partitioning *Partitioning
+}
+
+// Partitioning is partitioning: range partitions of the target on a date
+// column, one per interval.
+type Partitioning struct {
+	By          string
+	ByPos       diag.Pos
+	Interval    string // day, week, month or year
+	IntervalPos diag.Pos
+	Pos         diag.Pos // of the key
 }
 
 // Index is one entry of indexes:.
@@ -103,8 +115,10 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning"}
 	PropertyKeys = []string{"reset_allowed"}
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
-	BackfillKeys = []string{"backfill", "where", "reason", "batch", "allow_loss"}
+	// PartitioningKeys are partitioning:'s.
+	PartitioningKeys = []string{"by", "interval"}
+	BackfillKeys     = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )

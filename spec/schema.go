@@ -261,6 +261,8 @@ func objectContext(path []string) string {
 		return "properties"
 	case len(path) == 4 && path[2] == "indexes":
 		return "index"
+	case len(path) == 3 && path[2] == "partitioning":
+		return "partitioning"
 	}
 	return strings.Join(path, ".")
 }

@@ -29,6 +29,7 @@ func TestSchemasMatchLoader(t *testing.T) {
 		{"table", table, TableKeys},
 		{"properties", dig(t, table, "properties", "properties"), PropertyKeys},
 		{"index", dig(t, pipeline, "$defs", "index"), IndexKeys},
+		{"partitioning", dig(t, pipeline, "$defs", "partitioning"), PartitioningKeys},
 		{"backfill", backfill, BackfillKeys},
 	} {
 		if c.schema["additionalProperties"] != false {

@@ -73,6 +73,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if rows := rowsText(f.RowCounts); rows != "" {
 			fmt.Fprintf(w, "      rows: %s\n", rows)
 		}
+		if s := partitioningText(f); s != "" {
+			fmt.Fprintf(w, "      %s\n", s)
+		}
 		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
@@ -322,6 +325,9 @@ func mdDetails(f compile.FlowPlan) string {
 	if rows := rowsText(f.RowCounts); rows != "" {
 		fmt.Fprintf(&d, "Rows: %s\n\n", rows)
 	}
+	if s := partitioningText(f); s != "" {
+		fmt.Fprintf(&d, "%s\n\n", mdText(s))
+	}
 	for _, c := range f.Indexes {
 		fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
 	}
@@ -425,4 +431,21 @@ func longestRun(s string, c byte) int {
 		}
 	}
 	return best
+}
+
+// partitioningText says how a partitioned target's refresh writes: the
+// partitions it swaps in whole, the rest by DELETE and INSERT.
+func partitioningText(f compile.FlowPlan) string {
+	if f.Partitioning == nil {
+		return ""
+	}
+	s := fmt.Sprintf("partitioned by %s, one partition a %s", f.Partitioning.By, f.Partitioning.Interval)
+	switch n := len(f.Swapped); {
+	case n == 0:
+		return s + "; no partition swapped whole"
+	case n == 1:
+		return s + "; swaps in the partition of " + f.Swapped[0]
+	default:
+		return fmt.Sprintf("%s; swaps in %d partitions, %s to %s", s, n, f.Swapped[0], f.Swapped[n-1])
+	}
 }

@@ -365,3 +365,28 @@ func Range(p *Predicate, col string) (string, bool) {
 	}
 	return s.String(), true
 }
+
+// DateHull is the least closed range of dates on col that holds every row
+// p selects: lo and hi are its ends, hasLo and hasHi false where it is
+// unbounded. ok is false when p cannot be reasoned about on col (an atom
+// rwc treats as opaque there, or col is not a date) or selects nothing.
+// It may be wider than p (a hull of disjoint ranges), never narrower.
+func DateHull(p *Predicate, col string) (lo, hi Date, hasLo, hasHi, ok bool) {
+	s, _, okp := projection(p.Root, col)
+	s = removeEmpty(s)
+	if !okp || len(s) == 0 {
+		return 0, 0, false, false, false
+	}
+	first, last := s[0].lo, s[len(s)-1].hi
+	if first.v != nil {
+		if lo, hasLo = dateBound(discrete(first, true)); !hasLo {
+			return 0, 0, false, false, false
+		}
+	}
+	if last.v != nil {
+		if hi, hasHi = dateBound(discrete(last, false)); !hasHi {
+			return 0, 0, false, false, false
+		}
+	}
+	return lo, hi, hasLo, hasHi, true
+}

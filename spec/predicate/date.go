@@ -29,6 +29,9 @@ var (
 	maxDate = DateOf(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
 )
 
+// MinDate and MaxDate are the first and the last day the language knows.
+var MinDate, MaxDate = minDate, maxDate
+
 // DateOf takes the calendar day of t in t's own location.
 func DateOf(t time.Time) Date {
 	y, m, d := t.Date()

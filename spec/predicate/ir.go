@@ -148,6 +148,9 @@ type Resolution struct {
 	Zone *time.Location
 }
 
+// Today is current_date() at rc: the calendar day of Now in Zone.
+func (rc Resolution) Today() Date { return DateOf(rc.Now.In(rc.loc())) }
+
 func (rc Resolution) loc() *time.Location {
 	if rc.Zone == nil {
 		return time.UTC

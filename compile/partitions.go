@@ -1,0 +1,440 @@
+package compile
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// A partitioned target (partitioning:) is a table partitioned by range on
+// a date column, one partition per interval. rwc creates the partitions
+// ahead of the window (Premake), and refreshes each partition that lies
+// wholly inside what it writes by building the partition's new rows in a
+// staging table and swapping that in (Swap), without a DELETE: no dead
+// rows, nothing to vacuum. The rest of what it writes (a partition the
+// window cuts, partitions after the refresh's day) is the ordinary DELETE
+// and INSERT, through the parent.
+
+// PartitionBound is one partition of a partitioned target as the catalog
+// has it: its name and its range [From, To).
+type PartitionBound struct {
+	Name     string
+	From, To predicate.Date
+}
+
+// premakeAhead is how many intervals after the refresh's day rwc creates
+// partitions for, so that rows a little ahead of the clock (a time zone
+// ahead, tomorrow's bookings) have somewhere to go.
+const premakeAhead = 2
+
+// maxPartitions bounds the partitions one refresh creates or swaps: a
+// window of years of daily partitions is a spec to fix, not thousands of
+// tables to create at once.
+const maxPartitions = 1000
+
+// Partitioned reports whether f's target is a partitioned table: its spec
+// has partitioning:, which passed lint.
+func (f *Flow) Partitioned() bool { return f.partitioned }
+
+// partitionStart is the first day of the partition holding d.
+func (f *Flow) partitionStart(d predicate.Date) predicate.Date {
+	t := d.Time()
+	switch f.Table.Partitioning.Interval {
+	case "week":
+		return d - predicate.Date((int(t.Weekday())+6)%7) // ISO weeks start on Monday
+	case "month":
+		return predicate.DateOf(time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC))
+	case "year":
+		return predicate.DateOf(time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC))
+	}
+	return d
+}
+
+// partitionEnd is the first day after the partition starting at start.
+func (f *Flow) partitionEnd(start predicate.Date) predicate.Date {
+	t := start.Time()
+	switch f.Table.Partitioning.Interval {
+	case "week":
+		return start + 7
+	case "month":
+		return predicate.DateOf(t.AddDate(0, 1, 0))
+	case "year":
+		return predicate.DateOf(t.AddDate(1, 0, 0))
+	}
+	return start + 1
+}
+
+// PartitionName is the name rwc gives the partition of table starting at
+// from: the table's name, _p and the day (orders_p20261201); a name too
+// long for PostgreSQL's 63 bytes keeps a prefix and a hash of the whole
+// name. stage names the staging table that replaces it (_s).
+func PartitionName(table string, from predicate.Date, stage bool) string {
+	tag := "_p"
+	if stage {
+		tag = "_s"
+	}
+	suffix := tag + from.Time().Format("20060102")
+	base := table
+	if len(base)+len(suffix) > 63 {
+		h := sha256.Sum256([]byte(table))
+		base = base[:63-len(suffix)-9] + "_" + hex.EncodeToString(h[:4])
+	}
+	return base + suffix
+}
+
+// qualified is a relation of f's schema, quoted.
+func (f *Flow) qualified(name string) string {
+	return pq.QuoteIdentifier(f.Table.Pipeline.Schema) + "." + pq.QuoteIdentifier(name)
+}
+
+// dateRange is one partition's range [from, to).
+type dateRange struct{ from, to predicate.Date }
+
+// cel is the range as a predicate on the partition column.
+func (f *Flow) rangeCEL(r dateRange) string {
+	col := f.Table.Partitioning.By
+	return fmt.Sprintf("%s >= date('%s') && %s < date('%s')", col, r.from, col, r.to)
+}
+
+// rangeSQL is the range as PostgreSQL's partition constraint states it.
+func (f *Flow) rangeSQL(r dateRange) string {
+	col := pq.QuoteIdentifier(f.Table.Partitioning.By)
+	return fmt.Sprintf("%s IS NOT NULL AND %s >= DATE '%s' AND %s < DATE '%s'", col, col, r.from, col, r.to)
+}
+
+func (r dateRange) bound() string {
+	return fmt.Sprintf("FOR VALUES FROM ('%s') TO ('%s')", r.from, r.to)
+}
+
+// partitionsOf lists the partitions that hold the rows p can select, from
+// its lower bound to its upper one, or, unbounded above, to premakeAhead
+// intervals after today (nil, ok: p has no lower bound on the column, or
+// selects nothing: no partition can be named).
+func (f *Flow) partitionsOf(p *predicate.Predicate, today predicate.Date) ([]dateRange, error) {
+	lo, hi, hasLo, hasHi, ok := predicate.DateHull(p, f.Table.Partitioning.By)
+	if !ok || !hasLo {
+		return nil, nil
+	}
+	if !hasHi {
+		hi = f.partitionStart(max(lo, today))
+		for range premakeAhead {
+			hi = f.partitionEnd(hi)
+		}
+	}
+	var out []dateRange
+	for start := f.partitionStart(lo); start <= hi; start = f.partitionEnd(start) {
+		if len(out) == maxPartitions {
+			return nil, fmt.Errorf("flow %s: the window spans more than %d %s partitions from %s: narrow the window, or partition by a longer interval", f.Name(), maxPartitions, f.Table.Partitioning.Interval, lo)
+		}
+		out = append(out, dateRange{start, f.partitionEnd(start)})
+	}
+	return out, nil
+}
+
+// existing is the partition of obs that has range r, "" when none has;
+// overlapped says that another partition holds part of r (one made by
+// hand, or a plain target's history attached as one partition: see
+// docs/concepts.md): rwc neither creates r nor swaps it, and refreshes its
+// rows with DELETE and INSERT through the parent.
+func existing(obs Observation, r dateRange) (name string, overlapped bool) {
+	for _, b := range obs.Partitions {
+		switch {
+		case b.From == r.from && b.To == r.to:
+			return b.Name, false
+		case b.From < r.to && r.from < b.To:
+			overlapped = true
+		}
+	}
+	return "", overlapped
+}
+
+// overflow is the query for the partition values p's rows have after the
+// last partition made (made), when p has no upper bound: rows dated after
+// the partitions made ahead (next month's bookings in a daily window) need
+// partitions too, which the refresh creates from its answer (Premake for)
+// before it inserts them. "" when p is bounded above.
+func (f *Flow) overflow(p *predicate.Predicate, made []dateRange, obs Observation) (string, error) {
+	_, _, _, hasHi, ok := predicate.DateHull(p, f.Table.Partitioning.By)
+	if !ok || hasHi || len(made) == 0 {
+		return "", nil
+	}
+	col := f.Table.Partitioning.By
+	beyond, issues := f.CompilePredicate(fmt.Sprintf("(%s) && %s >= date('%s')", p.Root.CEL(), col, made[len(made)-1].to))
+	if len(issues) > 0 {
+		return "", fmt.Errorf("%s", issues[0].Message)
+	}
+	where, err := beyond.SQL(nil)
+	if err != nil {
+		return "", err
+	}
+	src, _ := f.pushedQuery(beyond, obs)
+	q := pq.QuoteIdentifier(col)
+	return fmt.Sprintf("SELECT DISTINCT (src.%s)::text FROM (\n%s\n) AS src\nWHERE %s", q, f.typedSource(beyond.Columns, src), where), nil
+}
+
+// PremakeFor creates the partitions missing for the partition values
+// values (as PostgreSQL prints them): those Statements.Overflow found.
+func (f *Flow) PremakeFor(values []string, obs Observation) ([]string, error) {
+	seen := map[dateRange]bool{}
+	var out []string
+	for _, v := range values {
+		d, err := predicate.ParseDate(v)
+		if err != nil {
+			return nil, fmt.Errorf("flow %s: partition value %q: %v", f.Name(), v, err)
+		}
+		start := f.partitionStart(d)
+		r := dateRange{start, f.partitionEnd(start)}
+		if name, overlapped := existing(obs, r); seen[r] || name != "" || overlapped {
+			continue
+		}
+		seen[r] = true
+		out = append(out, f.premakeSQL(r)...)
+	}
+	return out, nil
+}
+
+// union is the ranges of a and of b, in order, once each.
+func union(a, b []dateRange) []dateRange {
+	seen := map[dateRange]bool{}
+	var out []dateRange
+	for _, r := range append(slices.Clone(a), b...) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(x, y dateRange) int { return cmp.Compare(x.from, y.from) })
+	return out
+}
+
+// Swap is the replacement of one whole partition: its new rows are built
+// in a staging table (Build, Load, Prepare: before the lock, while readers
+// go on reading the old partition), then exchanged for the old partition
+// (Exchange) under the parent's ACCESS EXCLUSIVE lock (Statements.Lock),
+// taken just before the refresh commits.
+type Swap struct {
+	From, To  string
+	Partition string // the partition now, quoted
+	Stage     string // the staging table, quoted
+	Build     string // CREATE TABLE stage (LIKE target)
+	Load      string // INSERT INTO stage: the query, for the partition's range
+	// Prepare adds the CHECK constraint that proves the rows fit the
+	// partition (ATTACH then skips its validation scan), and builds the
+	// target's indexes on the loaded rows (ATTACH attaches them rather
+	// than building its own under the lock).
+	Prepare  []string
+	CountOld string   // the rows the old partition holds, which the swap removes
+	Exchange []string // DETACH the old, ATTACH the new, DROP the old, RENAME the new
+}
+
+// premakeSQL creates a missing partition: an empty table attached to the
+// parent. ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent,
+// which readers and writers do not wait for (CREATE TABLE … PARTITION OF
+// would take ACCESS EXCLUSIVE).
+func (f *Flow) premakeSQL(r dateRange) []string {
+	name := f.qualified(PartitionName(f.Table.Name, r.from, false))
+	return []string{
+		fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS)", name, f.Target()),
+		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), name, r.bound()),
+	}
+}
+
+// swapSQL renders the swap of the partition with range r (named old now).
+func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bool) (Swap, error) {
+	stageName := PartitionName(f.Table.Name, r.from, true)
+	stage := f.qualified(stageName)
+	p, issues := f.CompilePredicate(f.rangeCEL(r))
+	if len(issues) > 0 {
+		return Swap{}, fmt.Errorf("%s: %s", f.rangeCEL(r), issues[0].Message)
+	}
+	load, err := f.insertInto(stage, p, obs)
+	if err != nil {
+		return Swap{}, err
+	}
+	if perPartition {
+		load = f.perPartition(load)
+	}
+	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage,
+		Build:    fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS)", stage, f.Target()),
+		Load:     load,
+		CountOld: "SELECT count(*) FROM " + f.qualified(old),
+	}
+	s.Prepare = append(s.Prepare, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s)", stage,
+		pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)))
+	canonical := PartitionName(f.Table.Name, r.from, false)
+	var renames []string
+	for _, ix := range f.indexes {
+		s.Prepare = append(s.Prepare, stageIndexSQL(stage, IndexName(stageName, ix), ix))
+		renames = append(renames, fmt.Sprintf("ALTER INDEX %s RENAME TO %s", f.qualified(IndexName(stageName, ix)), pq.QuoteIdentifier(IndexName(canonical, ix))))
+	}
+	s.Exchange = append([]string{
+		fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s", f.Target(), s.Partition),
+		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), stage, r.bound()),
+		"DROP TABLE " + s.Partition,
+		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", stage, pq.QuoteIdentifier(canonical)),
+	}, renames...)
+	return s, nil
+}
+
+// stageIndexSQL builds one of the target's indexes on a staging table, for
+// ATTACH PARTITION to attach to the parent's index of the same definition.
+// Its name is the staging table's (IndexName); the swap renames it after
+// the partition's once the old partition, and its index, are gone: the
+// names stay deterministic, however many swaps came before.
+func stageIndexSQL(stage, name string, ix Index) string {
+	verb := "CREATE INDEX"
+	if ix.Unique {
+		verb = "CREATE UNIQUE INDEX"
+	}
+	s := fmt.Sprintf("%s %s ON %s USING %s (%s)", verb, pq.QuoteIdentifier(name), stage, ix.Using, ix.quotedColumns())
+	if ix.WhereSQL != "" {
+		s += " WHERE " + ix.WhereSQL
+	}
+	return s
+}
+
+// partitionedWrites is Writes for a partitioned target: the partitions
+// missing for what it writes (p) or for the window (or the override's
+// range: resolved) are created, those wholly inside it (up to
+// the refresh's day: later ones are empty, or nearly) are swapped, and the
+// rest of p is deleted and inserted through the parent. An override (a
+// backfill) and a full refresh delete and insert throughout: their
+// partitions are created first, and a backfill's store step fingerprints
+// the target right after its write, before any swap could have run.
+func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, full, perPartition bool, obs Observation) (Statements, error) {
+	s, err := f.Statements(p, full, obs)
+	if err != nil {
+		return s, err
+	}
+	if perPartition {
+		s.Insert, s.PerPartition = f.perPartition(s.Insert), true
+	}
+	ranges, err := f.partitionsOf(p, obs.Today)
+	if err != nil {
+		return s, err
+	}
+	all, err := f.partitionsOf(resolved, obs.Today)
+	if err != nil {
+		return s, err
+	}
+	made := union(all, ranges)
+	if obs.PartitionsRead || d.Action == ActionCreate {
+		for _, r := range made {
+			if name, overlapped := existing(obs, r); name == "" && !overlapped {
+				s.Premake = append(s.Premake, f.premakeSQL(r)...)
+			}
+		}
+	}
+	if s.Overflow, err = f.overflow(p, made, obs); err != nil {
+		return s, err
+	}
+	if full || d.Action == ActionBackfill {
+		return s, nil
+	}
+	var swapped []dateRange
+	for _, r := range ranges {
+		rp, issues := f.CompilePredicate(f.rangeCEL(r))
+		if len(issues) > 0 || r.from > obs.Today || !predicate.Contains(p, rp) {
+			continue
+		}
+		old, overlapped := existing(obs, r)
+		if overlapped {
+			continue
+		}
+		if old == "" {
+			old = PartitionName(f.Table.Name, r.from, false) // created above, or assumed
+		}
+		sw, err := f.swapSQL(r, old, obs, perPartition)
+		if err != nil {
+			return s, err
+		}
+		s.Swaps = append(s.Swaps, sw)
+		swapped = append(swapped, r)
+	}
+	if len(swapped) == 0 {
+		return s, nil
+	}
+	s.Lock = "LOCK TABLE " + f.Target() + " IN ACCESS EXCLUSIVE MODE"
+	covered := f.rangesCEL(swapped)
+	union, issues := f.CompilePredicate(covered)
+	if len(issues) > 0 {
+		return s, fmt.Errorf("swapped partitions: %s", issues[0].Message)
+	}
+	if predicate.Contains(union, p) {
+		s.Delete, s.Insert, s.PerPartition = "", "", perPartition
+		return s, nil
+	}
+	// The rest: p outside the swapped partitions.
+	rest, issues := f.CompilePredicate("(" + p.Root.CEL() + ") && !(" + covered + ")")
+	if len(issues) > 0 {
+		return s, fmt.Errorf("the window outside the swapped partitions: %s", issues[0].Message)
+	}
+	r, err := f.Statements(rest, false, obs)
+	if err != nil {
+		return s, err
+	}
+	s.Delete, s.Insert = r.Delete, r.Insert
+	if perPartition {
+		s.Insert = f.perPartition(s.Insert)
+	}
+	return s, nil
+}
+
+// rangesCEL is the union of ranges (in order), adjacent ones merged, as
+// CEL: the days swapped, which the rest of the write leaves out.
+func (f *Flow) rangesCEL(ranges []dateRange) string {
+	var merged []dateRange
+	for _, r := range ranges {
+		if n := len(merged); n > 0 && merged[n-1].to == r.from {
+			merged[n-1].to = r.to
+			continue
+		}
+		merged = append(merged, r)
+	}
+	parts := make([]string, len(merged))
+	for i, r := range merged {
+		parts[i] = "(" + f.rangeCEL(r) + ")"
+	}
+	return strings.Join(parts, " || ")
+}
+
+// wholePartitions widens an incremental refresh's narrowed window to the
+// whole partitions that hold a changed value and lie wholly inside the
+// window: the refresh swaps those, rewriting their unchanged days too, and
+// what it stores of its write must say so.
+func (f *Flow) wholePartitions(window, narrowed *predicate.Predicate, values []string) (*predicate.Predicate, error) {
+	seen := map[dateRange]bool{}
+	var parts []string
+	for _, v := range values {
+		d, err := predicate.ParseDate(v)
+		if err != nil {
+			return nil, err
+		}
+		start := f.partitionStart(d)
+		r := dateRange{start, f.partitionEnd(start)}
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		rp, issues := f.CompilePredicate(f.rangeCEL(r))
+		if len(issues) == 0 && predicate.Contains(window, rp) && !predicate.Contains(narrowed, rp) {
+			parts = append(parts, "("+f.rangeCEL(r)+")")
+		}
+	}
+	if len(parts) == 0 {
+		return narrowed, nil
+	}
+	w, issues := f.CompilePredicate("(" + narrowed.Root.CEL() + ") || " + strings.Join(parts, " || "))
+	if len(issues) > 0 {
+		return nil, fmt.Errorf("%s", issues[0].Message)
+	}
+	return w, nil
+}

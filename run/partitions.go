@@ -1,0 +1,237 @@
+package run
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// observePartitions reads whether the target (oid) is a partitioned table,
+// and its partitions' ranges, into obs.
+func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.Observation) error {
+	obs.PartitionsRead = true
+	if oid == 0 {
+		return nil
+	}
+	var parts []string
+	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce((SELECT array_agg(p.relname || ' ' || pg_get_expr(p.relpartbound, p.oid) ORDER BY p.relname)
+			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid), '{}')
+		FROM pg_class c WHERE c.oid = $1`, oid).Scan(&obs.Partitioned, pq.Array(&parts))
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		name, bound, _ := strings.Cut(p, " ")
+		if b, ok := parseBound(name, bound); ok {
+			obs.Partitions = append(obs.Partitions, b)
+		}
+	}
+	return nil
+}
+
+var rangeBound = regexp.MustCompile(`^FOR VALUES FROM \((?:'(\d{4}-\d{2}-\d{2})'|MINVALUE)\) TO \((?:'(\d{4}-\d{2}-\d{2})'|MAXVALUE)\)$`)
+
+// parseBound reads a date range partition's bound as pg_get_expr prints it
+// (DateStyle ISO), MINVALUE and MAXVALUE as the first and last dates rwc
+// knows; another (DEFAULT) is left out, and left alone.
+func parseBound(name, bound string) (compile.PartitionBound, bool) {
+	m := rangeBound.FindStringSubmatch(bound)
+	if m == nil {
+		return compile.PartitionBound{}, false
+	}
+	b := compile.PartitionBound{Name: name, From: predicate.MinDate, To: predicate.MaxDate + 1}
+	var err error
+	if m[1] != "" {
+		if b.From, err = predicate.ParseDate(m[1]); err != nil {
+			return b, false
+		}
+	}
+	if m[2] != "" {
+		if b.To, err = predicate.ParseDate(m[2]); err != nil {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// today is the refresh's day in its time zone (compile.Observation.Today).
+func (r *Runner) today() predicate.Date {
+	return predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}.Today()
+}
+
+// partitioningAgrees refuses a target whose kind is not the spec's: rwc
+// does not turn a plain table into a partitioned one, nor back, under its
+// readers' feet (docs/concepts.md says how to do it by hand).
+func partitioningAgrees(f *compile.Flow, obs compile.Observation) error {
+	switch {
+	case obs.TargetMissing || obs.Partitioned == f.Partitioned():
+		return nil
+	case f.Partitioned():
+		return refuse("flow %s: partitioning: asks for a partitioned target, but %s exists as a plain table (%s); rwc does not convert a target in place, and nothing was changed: rename it aside (ALTER TABLE %s RENAME TO %s_history), run rwc apply, which creates the partitioned target and fills its window, then attach the old table's history as one partition (steps in docs/concepts.md#adopting-a-plain-target)",
+			f.Name(), f.Target(), f.Table.Partitioning.Pos, f.Target(), f.Name())
+	default:
+		return refuse("flow %s: %s is a partitioned table, but the spec has no partitioning: (%s); rwc does not convert a target in place, and nothing was changed: put partitioning: back, or rename the table aside, apply, and copy the history back; see docs/concepts.md#adopting-a-plain-target",
+			f.Name(), f.Target(), f.Table.Pos)
+	}
+}
+
+// premake creates a partitioned target's missing partitions: those for
+// the window and what the refresh writes (Statements.Premake), then those
+// its rows after them need (Statements.Overflow), looked up in the catalog
+// as it is by then.
+func premake(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) error {
+	if err := execAll(ctx, tx, f, stmts.Premake); err != nil || stmts.Overflow == "" {
+		return err
+	}
+	values, err := textValues(ctx, tx, f, stmts.Overflow)
+	if err != nil || len(values) == 0 {
+		return err
+	}
+	var now compile.Observation
+	var oid uint32
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
+		return err
+	}
+	if err := observePartitions(ctx, tx, oid, &now); err != nil {
+		return err
+	}
+	more, err := f.PremakeFor(values, now)
+	if err != nil {
+		return err
+	}
+	return execAll(ctx, tx, f, more)
+}
+
+func execAll(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts []string) error {
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("flow %s: creating a partition: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// textValues runs a user query (the overflow's) for one text column.
+func textValues(ctx context.Context, tx *sql.Tx, f *compile.Flow, q string) ([]string, error) {
+	rows, done, err := userRows(ctx, tx, q)
+	if err != nil {
+		return nil, queryError(f, err)
+	}
+	defer done()
+	var out []string
+	for rows.Next() {
+		var v sql.NullString
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		if v.Valid {
+			out = append(out, v.String)
+		}
+	}
+	return out, rows.Err()
+}
+
+// stage builds the staging tables of the refresh's swaps (loaded, checked,
+// indexed), before any lock beyond the rows' own, and counts the rows the
+// swaps will remove. The rows are inserted by the refresh's top-level
+// transaction, as a DELETE+INSERT's are, so that the next refresh
+// recognises them as its own (rewrittenKey).
+func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, counts map[string]int64) (old, inserted int64, err error) {
+	for _, sw := range stmts.Swaps {
+		if _, err := tx.ExecContext(ctx, sw.Build); err != nil {
+			return 0, 0, err
+		}
+		n, err := insertRows(ctx, tx, f, sw.Load, stmts.PerPartition, counts)
+		if err != nil {
+			return 0, 0, err
+		}
+		inserted += n
+		for _, stmt := range sw.Prepare {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return 0, 0, stageError(f, sw, err)
+			}
+		}
+		var o int64
+		if err := tx.QueryRowContext(ctx, sw.CountOld).Scan(&o); err != nil {
+			return 0, 0, err
+		}
+		old += o
+	}
+	return old, inserted, nil
+}
+
+// stageError says which partition's new rows broke a unique key.
+func stageError(f *compile.Flow, sw compile.Swap, err error) error {
+	if pe, ok := err.(*pq.Error); ok && pe.Code == "23505" {
+		return fmt.Errorf("flow %s: the query yields rows that break a unique key of the target (%s) in the partition from %s to %s: %s; the refresh was rolled back and the target is unchanged",
+			f.Name(), f.Table.Pos, sw.From, sw.To, pe.Detail)
+	}
+	return err
+}
+
+// swapPartitions exchanges the staged partitions for the old ones, the
+// refresh's last statements before it commits: its ACCESS EXCLUSIVE lock on
+// the parent, which readers wait for, is held only for the exchange and the
+// commit. The lock is tried in short attempts (ddlAttempt) until the lock
+// timeout has passed, each in a savepoint: while one attempt waits behind a
+// long reader, every reader that comes after queues behind it, so giving up
+// soon lets them through. It returns when it got the lock, which the
+// commit releases.
+func (r *Runner) swapPartitions(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) (time.Time, error) {
+	if stmts.Lock == "" {
+		return time.Time{}, nil
+	}
+	if err := r.lockInAttempts(ctx, tx, stmts.Lock); err != nil {
+		return time.Time{}, err
+	}
+	// All the exchanges in one round trip: the lock is held for their
+	// work, not for as many round trips. Should one fail, the error names
+	// its relation, and the whole refresh rolls back.
+	locked := time.Now()
+	var all []string
+	for _, sw := range stmts.Swaps {
+		all = append(all, sw.Exchange...)
+	}
+	if _, err := tx.ExecContext(ctx, strings.Join(all, "; ")); err != nil {
+		return locked, fmt.Errorf("flow %s: swapping in %d partitions: %w", f.Name(), len(stmts.Swaps), err)
+	}
+	return locked, nil
+}
+
+// lockInAttempts runs a LOCK statement in attempts of ddlAttempt, ddlPause
+// apart, until the lock timeout has passed.
+func (r *Runner) lockInAttempts(ctx context.Context, tx *sql.Tx, lock string) error {
+	deadline := time.Now().Add(r.opts.LockTimeout)
+	for {
+		attempt := max(min(ddlAttempt, time.Until(deadline)), time.Millisecond)
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SAVEPOINT rwc_swap; SET LOCAL lock_timeout = %d", attempt.Milliseconds())); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, lock)
+		if err == nil {
+			// Released, the savepoint's lock is the transaction's, and its
+			// lock_timeout too: the refresh's comes back.
+			_, err = tx.ExecContext(ctx, fmt.Sprintf("RELEASE SAVEPOINT rwc_swap; SET LOCAL lock_timeout = %d", r.opts.LockTimeout.Milliseconds()))
+			return err
+		}
+		if !isLockTimeout(err) || attempt < ddlAttempt {
+			return err
+		}
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_swap; RELEASE SAVEPOINT rwc_swap"); rerr != nil {
+			return rerr
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(ddlPause):
+		}
+	}
+}
