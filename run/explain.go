@@ -17,9 +17,9 @@ type Explained struct {
 	// Writes: what it writes, in order (see compile.Flow.Writes; after a
 	// narrowed write, the whole window when the target turns out changed:
 	// compile.Flow.CaptureWrites).
-	Writes []compile.Statements
-	Window     string             // its predicate, as CEL
-	Observed   compile.Observation
+	Writes   []compile.Statements
+	Window   string // its predicate, as CEL
+	Observed compile.Observation
 	// Assumed: there was no database; the decision is a first refresh's,
 	// the statements the whole window's (see compile.NoDatabaseAssumption).
 	Assumed bool
