@@ -10,6 +10,8 @@ import (
 	"sort"
 	"testing"
 
+	goldenfile "github.com/rwc-dev/rwc/internal/golden"
+
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/spec"
 )
@@ -71,21 +73,8 @@ func documentedCodes(t *testing.T) []string {
 	return codes
 }
 
-// golden compares got with the file at path, or writes it there under
-// -update: the corpora's one comparison (lint, decisions).
+// golden is golden.Check with this package's -update flag.
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./compile -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, got, *update, "go test ./compile -update")
 }

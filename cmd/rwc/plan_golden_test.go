@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	goldenfile "github.com/rwc-dev/rwc/internal/golden"
+
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -152,41 +154,10 @@ func runRWC(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
-// golden compares got with the file, or rewrites the file under -update.
+// golden is golden.Check with this package's -update flag.
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/rwc -run TestPlanGolden -update)", err)
-	}
-	if !bytes.Equal(want, []byte(got)) {
-		t.Errorf("output differs from %s\n--- got\n%s\n--- want\n%s\n--- diff\n%s", path, got, want, lineDiff(string(want), got))
-	}
-}
-
-// lineDiff lists the lines that differ, a minimal aid for reading failures.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString(strconv.Itoa(i+1) + "\n  - " + wl + "\n  + " + gl + "\n")
-		}
-	}
-	return b.String()
+	goldenfile.Check(t, path, got, *update, "go test ./cmd/rwc -update")
 }
 
 // docs/plan-comment.md shows the review example as rwc renders it now
