@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/internal/view"
 	"github.com/rwc-dev/rwc/run"
 )
@@ -90,28 +88,12 @@ func (a *applyOutput) done(flows, all int, selected []string, err error) error {
 	case "markdown":
 		view.ApplyMarkdown(a.out, a.report)
 	default:
-		switch {
-		case err != nil:
-		case selected != nil:
-			fmt.Fprintf(a.out, "applied %d of %s %s (--select %s); the deployment is not recorded: an apply of every flow records it\n",
-				flows, diag.Plural(all, "flow"), applyWhere(a.report), strings.Join(selected, " "))
-		default:
-			fmt.Fprintf(a.out, "applied %s %s\n", diag.Plural(flows, "flow"), applyWhere(a.report))
+		if err == nil {
+			view.ApplyText(a.out, a.report, flows, all)
 		}
 	}
 	if err != nil {
 		return exitError{1}
 	}
 	return nil
-}
-
-func applyWhere(r run.ApplyReport) string {
-	if r.Commit == "" {
-		return "(not a git work tree)"
-	}
-	where := "at " + r.Commit[:min(12, len(r.Commit))]
-	if r.Dirty {
-		where += " with uncommitted changes"
-	}
-	return where
 }

@@ -20,7 +20,7 @@ func ApplyMarkdown(w io.Writer, a run.ApplyReport) {
 	if !a.Deployed {
 		outcome = "**failed**: the deployment was not recorded"
 	}
-	fmt.Fprintf(&b, "### rwc apply %s\n\n%s; %s\n\n", applyWhere(a), outcome, applyCounts(a.Summary, time.Duration(a.Duration)))
+	fmt.Fprintf(&b, "### rwc apply %s\n\n%s; %s\n\n", applyWhere(a, func(s string) string { return "`" + s + "`" }), outcome, applyCounts(a.Summary, time.Duration(a.Duration)))
 	if a.Error != "" {
 		fmt.Fprintf(&b, "> %s\n\n", mdText(a.Error))
 	}
@@ -43,14 +43,27 @@ func ApplyMarkdown(w io.Writer, a run.ApplyReport) {
 	io.WriteString(w, b.String())
 }
 
-func applyWhere(a run.ApplyReport) string {
+// ApplyText is the last line of a successful rwc apply of flows of all
+// (fewer with --select, which records no deployment).
+func ApplyText(w io.Writer, a run.ApplyReport, flows, all int) {
+	where := applyWhere(a, func(s string) string { return s })
+	if a.Select != nil {
+		fmt.Fprintf(w, "applied %d of %s %s (--select %s); the deployment is not recorded: an apply of every flow records it\n",
+			flows, diag.Plural(all, "flow"), where, strings.Join(a.Select, " "))
+		return
+	}
+	fmt.Fprintf(w, "applied %s %s\n", diag.Plural(flows, "flow"), where)
+}
+
+// applyWhere is what an apply deployed, its commit written by code.
+func applyWhere(a run.ApplyReport, code func(string) string) string {
 	switch {
 	case a.Commit == "":
 		return "(not a git work tree)"
 	case a.Dirty:
-		return "at `" + short(a.Commit) + "` with uncommitted changes"
+		return "at " + code(short(a.Commit)) + " with uncommitted changes"
 	}
-	return "at `" + short(a.Commit) + "`"
+	return "at " + code(short(a.Commit))
 }
 
 func applyCounts(s run.ApplySummary, took time.Duration) string {
