@@ -217,21 +217,24 @@ func union(a, b []dateRange) []dateRange {
 
 // Swap is the replacement of one whole partition: its new rows are built
 // in a staging table (Build, Load, Prepare: before the lock, while readers
-// go on reading the old partition), then exchanged for the old partition
-// (Exchange) under the parent's ACCESS EXCLUSIVE lock (Statements.Lock),
-// taken just before the refresh commits.
+// go on reading the old partition), then exchanged for the old partition (Exchange) under the
+// parent's ACCESS EXCLUSIVE lock (Statements.Lock), taken just before the
+// refresh commits.
 type Swap struct {
 	From, To  string
 	Partition string // the partition now, quoted
 	Stage     string // the staging table, quoted
-	Build     string // CREATE TABLE stage (LIKE target)
-	Load      string // INSERT INTO stage: the query, for the partition's range
-	// Prepare adds the CHECK constraint that proves the rows fit the
-	// partition (ATTACH then skips its validation scan), and builds the
-	// target's indexes on the loaded rows (ATTACH attaches them rather
-	// than building its own under the lock).
+	// Build creates the staging table with the CHECK constraint that
+	// proves its rows fit the partition (ATTACH then skips its validation
+	// scan): made on the empty table, it costs no scan, and each row is
+	// checked as it is inserted.
+	Build string
+	// Load inserts the partition's rows: the query, its predicate pushed
+	// down for the partition's range, so that each source reads that range.
+	Load string
+	// Prepare builds the target's indexes on the loaded rows (ATTACH
+	// attaches them rather than building its own under the lock).
 	Prepare  []string
-	CountOld string   // the rows the old partition holds, which the swap removes
 	Exchange []string // DETACH the old, ATTACH the new, DROP the old, RENAME the new
 }
 
@@ -262,13 +265,10 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 	if perPartition {
 		load = f.perPartition(load)
 	}
-	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage,
-		Build:    fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS)", stage, f.Target()),
-		Load:     load,
-		CountOld: "SELECT count(*) FROM " + f.qualified(old),
+	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage, Load: load,
+		Build: fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS, CONSTRAINT %s CHECK (%s))", stage, f.Target(),
+			pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)),
 	}
-	s.Prepare = append(s.Prepare, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s)", stage,
-		pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)))
 	canonical := PartitionName(f.Table.Name, r.from, false)
 	var renames []string
 	for _, ix := range f.indexes {
@@ -282,6 +282,16 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", stage, pq.QuoteIdentifier(canonical)),
 	}, renames...)
 	return s, nil
+}
+
+// countSwapped counts the rows the swaps remove: those of the partitions
+// they replace.
+func countSwapped(swaps []Swap) string {
+	parts := make([]string, len(swaps))
+	for i, sw := range swaps {
+		parts[i] = "(SELECT count(*) FROM " + sw.Partition + ")"
+	}
+	return "SELECT " + strings.Join(parts, " + ")
 }
 
 // stageIndexSQL builds one of the target's indexes on a staging table, for
@@ -368,6 +378,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if len(issues) > 0 {
 		return s, fmt.Errorf("swapped partitions: %s", issues[0].Message)
 	}
+	s.CountSwapped = countSwapped(s.Swaps)
 	if predicate.Contains(union, p) {
 		s.Delete, s.Insert, s.PerPartition = "", "", perPartition
 		return s, nil

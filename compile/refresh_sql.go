@@ -51,7 +51,9 @@ type Statements struct {
 	// partitions too (Flow.PremakeFor) before its INSERT.
 	Overflow string
 	Swaps    []Swap
-	Lock     string
+	// CountSwapped counts the rows of the partitions the swaps replace.
+	CountSwapped string
+	Lock         string
 	// Discard drops the partitions an earlier write of the same refresh
 	// staged and that it no longer swaps in (OnTop).
 	Discard []string
@@ -94,9 +96,8 @@ func (s Statements) List() []string {
 	for _, sw := range s.Swaps {
 		add(sw.Build, sw.Load)
 		add(sw.Prepare...)
-		add(sw.CountOld)
 	}
-	add(s.Lock)
+	add(s.CountSwapped, s.Lock)
 	for _, sw := range s.Swaps {
 		add(sw.Exchange...)
 	}

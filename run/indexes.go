@@ -68,6 +68,18 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 	if !oid.Valid || uint32(oid.Int64) != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
 		return nil // the refresh creates it, refuses it, or changes its columns first
 	}
+	have, err := targetIndexes(ctx, conn, f.Target())
+	if err != nil {
+		return err
+	}
+	// The parent's indexes first: a partitioned index is valid only once
+	// every partition has its own attached, so when the parent's match the
+	// spec, so do the partitions', and the partitions (a list that grows
+	// with the history) need not be read.
+	changes := f.IndexChanges(have)
+	if !anySQL(changes) {
+		return nil
+	}
 	var obs compile.Observation
 	if err := observePartitions(ctx, conn, uint32(oid.Int64), &obs); err != nil {
 		return err
@@ -77,15 +89,10 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		// changes.
 		return nil
 	}
-	have, err := targetIndexes(ctx, conn, f.Target())
-	if err != nil {
-		return err
-	}
-	changes := f.IndexChanges(have)
 	if obs.Partitioned {
 		changes = f.PartitionedIndexChanges(have, obs.Partitions)
 	}
-	if !slices.ContainsFunc(changes, func(c compile.IndexChange) bool { return len(c.SQL) > 0 }) {
+	if !anySQL(changes) {
 		return nil
 	}
 	// The index changes commit on their own, before the refresh: a query
@@ -117,6 +124,10 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		fmt.Fprintf(r.opts.Log, "%s: %s\n", f.Name(), c)
 	}
 	return nil
+}
+
+func anySQL(changes []compile.IndexChange) bool {
+	return slices.ContainsFunc(changes, func(c compile.IndexChange) bool { return len(c.SQL) > 0 })
 }
 
 // checkQuery describes f's query as the refresh will (observe), in a

@@ -139,12 +139,15 @@ func textValues(ctx context.Context, tx *sql.Tx, f *compile.Flow, q string) ([]s
 	return out, rows.Err()
 }
 
-// stage builds the staging tables of the refresh's swaps (loaded, checked,
-// indexed), before any lock beyond the rows' own, and counts the rows the
-// swaps will remove. The rows are inserted by the refresh's top-level
-// transaction, as a DELETE+INSERT's are, so that the next refresh
-// recognises them as its own (rewrittenKey).
+// stage builds the staging tables of the refresh's swaps (created with
+// their CHECK, loaded, indexed), before any lock beyond the rows' own, and
+// counts the rows the swaps will remove. The rows are inserted by the
+// refresh's top-level transaction, as a DELETE+INSERT's are, so that the
+// next refresh recognises them as its own (rewrittenKey).
 func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, counts map[string]int64) (old, inserted int64, err error) {
+	if len(stmts.Swaps) == 0 {
+		return 0, 0, nil
+	}
 	for _, sw := range stmts.Swaps {
 		if _, err := tx.ExecContext(ctx, sw.Build); err != nil {
 			return 0, 0, err
@@ -154,18 +157,15 @@ func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 			return 0, 0, err
 		}
 		inserted += n
-		for _, stmt := range sw.Prepare {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return 0, 0, stageError(f, sw, err)
-			}
+		if len(sw.Prepare) == 0 {
+			continue
 		}
-		var o int64
-		if err := tx.QueryRowContext(ctx, sw.CountOld).Scan(&o); err != nil {
-			return 0, 0, err
+		if _, err := tx.ExecContext(ctx, strings.Join(sw.Prepare, "; ")); err != nil {
+			return 0, 0, stageError(f, sw, err)
 		}
-		old += o
 	}
-	return old, inserted, nil
+	err = tx.QueryRowContext(ctx, stmts.CountSwapped).Scan(&old)
+	return old, inserted, err
 }
 
 // stageError says which partition's new rows broke a unique key.
