@@ -235,7 +235,10 @@ type Swap struct {
 	// Prepare builds the target's indexes on the loaded rows (ATTACH
 	// attaches them rather than building its own under the lock).
 	Prepare  []string
-	Exchange []string // DETACH the old, ATTACH the new, DROP the old, RENAME the new
+	// Exchange drops the old partition (which detaches it: no DETACH of
+	// its own, one catalog change less under the lock), attaches the new
+	// and renames it, and its indexes, after the old.
+	Exchange []string
 }
 
 // premakeSQL creates a missing partition: an empty table attached to the
@@ -276,9 +279,8 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 		renames = append(renames, fmt.Sprintf("ALTER INDEX %s RENAME TO %s", f.qualified(IndexName(stageName, ix)), pq.QuoteIdentifier(IndexName(canonical, ix))))
 	}
 	s.Exchange = append([]string{
-		fmt.Sprintf("ALTER TABLE %s DETACH PARTITION %s", f.Target(), s.Partition),
-		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), stage, r.bound()),
 		"DROP TABLE " + s.Partition,
+		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), stage, r.bound()),
 		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", stage, pq.QuoteIdentifier(canonical)),
 	}, renames...)
 	return s, nil
