@@ -200,6 +200,11 @@ type Decision struct {
 	Narrowed   *predicate.Predicate
 	Unchanged  bool
 	Await      Await
+	// Window is the flow's own window, resolved, for an override (a
+	// backfill): on a partitioned target it swaps in only the whole
+	// partitions of its range that lie outside the window, whose rows the
+	// fingerprints it stores do not describe.
+	Window *predicate.Predicate
 }
 
 // Decide classifies an ordinary refresh of f given its state and the window

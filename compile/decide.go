@@ -36,6 +36,7 @@ func (f *Flow) DecideRefresh(in RefreshInput) Decision {
 		dec.Action, dec.Reasons, dec.NotIncremental = ActionFullRefresh, []Reason{ReasonFullRefreshRequested}, ""
 	case in.Override:
 		dec.Action, dec.Reasons, dec.NotIncremental = ActionBackfill, []Reason{ReasonBackfill}, ""
+		dec.Window = in.Window
 	case obs.TargetMissing:
 		// Dropped outside rwc, or a new schema: whatever the state says,
 		// this is a first refresh.

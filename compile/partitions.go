@@ -318,9 +318,10 @@ func stageIndexSQL(stage, name string, ix Index) string {
 // range: resolved) are created, those wholly inside it (up to
 // the refresh's day: later ones are empty, or nearly) are swapped, and the
 // rest of p is deleted and inserted through the parent. An override (a
-// backfill) and a full refresh delete and insert throughout: their
-// partitions are created first, and a backfill's store step fingerprints
-// the target right after its write, before any swap could have run.
+// backfill, --where) swaps only whole partitions outside the flow's
+// window: its store step fingerprints the window right after its write,
+// before any swap could have run. A full refresh deletes and inserts
+// throughout. Partitions are created first, in each case.
 func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, full, perPartition bool, obs Observation) (Statements, error) {
 	s, err := f.Statements(p, full, obs)
 	if err != nil {
@@ -348,13 +349,17 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if s.Overflow, err = f.overflow(p, made, obs); err != nil {
 		return s, err
 	}
-	if full || d.Action == ActionBackfill {
+	if full {
 		return s, nil
+	}
+	outside, err := f.swappable(d)
+	if err != nil {
+		return s, nil // no window to keep out of: the override deletes and inserts
 	}
 	var swapped []dateRange
 	for _, r := range ranges {
 		rp, issues := f.CompilePredicate(f.rangeCEL(r))
-		if len(issues) > 0 || r.from > obs.Today || !predicate.Contains(p, rp) {
+		if len(issues) > 0 || r.from > obs.Today || !predicate.Contains(p, rp) || outside != nil && !predicate.Contains(outside, rp) {
 			continue
 		}
 		old, overlapped := existing(obs, r)
@@ -399,6 +404,23 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		s.Insert = f.perPartition(s.Insert)
 	}
 	return s, nil
+}
+
+// swappable is where an override (d) may swap partitions in: outside the
+// flow's window, which its store step fingerprints before any swap (nil:
+// anywhere, a window refresh).
+func (f *Flow) swappable(d Decision) (*predicate.Predicate, error) {
+	if d.Action != ActionBackfill {
+		return nil, nil
+	}
+	if d.Window == nil {
+		return nil, fmt.Errorf("no window")
+	}
+	outside, issues := f.CompilePredicate("!(" + d.Window.Root.CEL() + ")")
+	if len(issues) > 0 {
+		return nil, fmt.Errorf("%s", issues[0].Message)
+	}
+	return outside, nil
 }
 
 // rangesCEL is the union of ranges (in order), adjacent ones merged, as

@@ -121,6 +121,45 @@ func TestPartitionBackfillCreatesPartitions(t *testing.T) {
 	checkOutcome(t, res, compile.ActionIncremental)
 }
 
+// A backfill swaps in the whole partitions of its range that lie outside
+// the window: new tables, so nothing deleted and nothing dead; inside the
+// window, which it fingerprints before any swap, it deletes and inserts.
+// Either way the next window refresh finds the target as rwc left it.
+func TestPartitionBackfillSwapsOutsideWindow(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f)) // the window: 03-08 to 03-10
+	refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-01') && d <= date('2026-03-07')")})
+	oids := map[string]string{}
+	for _, p := range []string{"t_p20260305", "t_p20260306", "t_p20260309"} {
+		oids[p] = e.oidOf(p)
+	}
+	e.exec(`UPDATE ev SET v = v + 1000 WHERE d BETWEEN '2026-03-05' AND '2026-03-07'`)
+	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-05') && d <= date('2026-03-09')")})
+	checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
+	if e.oidOf("t_p20260305") == oids["t_p20260305"] || e.oidOf("t_p20260306") == oids["t_p20260306"] {
+		t.Errorf("the partitions outside the window were not swapped in: %v", e.partitions("t"))
+	}
+	if e.oidOf("t_p20260309") != oids["t_p20260309"] {
+		t.Errorf("a partition inside the window was swapped")
+	}
+	if got := e.value(`SELECT string_agg(d || ':' || v, ',' ORDER BY d, k) FROM t WHERE d BETWEEN '2026-03-05' AND '2026-03-09'`); got != "2026-03-05:1005,2026-03-05:1050,2026-03-06:1006,2026-03-06:1060,2026-03-07:1007,2026-03-07:1070,2026-03-08:8,2026-03-08:80,2026-03-09:9,2026-03-09:90" {
+		t.Errorf("after the backfill: %s", got)
+	}
+	if res.RowsDeleted != 10 || res.RowsInserted != 10 {
+		t.Errorf("the backfill deleted %d and inserted %d rows, want 10 and 10", res.RowsDeleted, res.RowsInserted)
+	}
+	if dead := e.count(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 't_p20260305'`); dead != 0 {
+		t.Errorf("%d dead rows in a swapped partition", dead)
+	}
+	res = refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	if len(res.Partitions) != 0 {
+		t.Errorf("the refresh after the backfill recomputed %v: it took the backfill's writes for changes", res.Partitions)
+	}
+}
+
 // A window that cuts a partition (three days of monthly partitions)
 // refreshes that partition with DELETE and INSERT, keeping its rows
 // outside the window; a partition wholly inside is swapped.
