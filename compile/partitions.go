@@ -234,7 +234,7 @@ type Swap struct {
 	Load string
 	// Prepare builds the target's indexes on the loaded rows (ATTACH
 	// attaches them rather than building its own under the lock).
-	Prepare  []string
+	Prepare []string
 	// Exchange drops the old partition (which detaches it: no DETACH of
 	// its own, one catalog change less under the lock), attaches the new
 	// and renames it, and its indexes, after the old.
