@@ -275,7 +275,7 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 	canonical := PartitionName(f.Table.Name, r.from, false)
 	var renames []string
 	for _, ix := range f.indexes {
-		s.Prepare = append(s.Prepare, stageIndexSQL(stage, IndexName(stageName, ix), ix))
+		s.Prepare = append(s.Prepare, stageIndexSQL(stage, IndexName(stageName, ix), ix)...)
 		renames = append(renames, fmt.Sprintf("ALTER INDEX %s RENAME TO %s", f.qualified(IndexName(stageName, ix)), pq.QuoteIdentifier(IndexName(canonical, ix))))
 	}
 	s.Exchange = append([]string{
@@ -300,8 +300,11 @@ func countSwapped(swaps []Swap) string {
 // ATTACH PARTITION to attach to the parent's index of the same definition.
 // Its name is the staging table's (IndexName); the swap renames it after
 // the partition's once the old partition, and its index, are gone: the
-// names stay deterministic, however many swaps came before.
-func stageIndexSQL(stage, name string, ix Index) string {
+// names stay deterministic, however many swaps came before. The primary
+// key's index becomes the staging table's primary key: ATTACH attaches a
+// partition's index to the parent's key only when it backs a key of its
+// own, and would build one, under the lock, from a unique index alone.
+func stageIndexSQL(stage, name string, ix Index) []string {
 	verb := "CREATE INDEX"
 	if ix.Unique {
 		verb = "CREATE UNIQUE INDEX"
@@ -310,7 +313,10 @@ func stageIndexSQL(stage, name string, ix Index) string {
 	if ix.WhereSQL != "" {
 		s += " WHERE " + ix.WhereSQL
 	}
-	return s
+	if ix.Primary {
+		return []string{s, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY USING INDEX %s", stage, pq.QuoteIdentifier(name), pq.QuoteIdentifier(name))}
+	}
+	return []string{s}
 }
 
 // partitionedWrites is Writes for a partitioned target: the partitions

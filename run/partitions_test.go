@@ -160,6 +160,28 @@ func TestPartitionBackfillSwapsOutsideWindow(t *testing.T) {
 	}
 }
 
+// A swapped partition brings its primary key with it: the staging table's
+// unique index backs a key of its own, which ATTACH attaches to the
+// parent's, so the swap builds no index under its lock and leaves each
+// partition with the parent's indexes, once each.
+func TestPartitionPrimaryKeySwap(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	spec := strings.Replace(partSpec, "    query: |", "    primary_key: [d, k]\n    query: |", 1)
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	parent := e.rows(`SELECT i.indisprimary::text FROM pg_index i WHERE i.indrelid = 't'::regclass ORDER BY 1`)
+	for _, p := range []string{"t_p20260308", "t_p20260309"} {
+		got := e.rows(`SELECT i.indisprimary::text || ' ' || (SELECT count(*) FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) FROM pg_index i WHERE i.indrelid = '` + p + `'::regclass ORDER BY 1`)
+		if len(got) != len(parent) || !slices.Contains(got, "(\"true 1\")") {
+			t.Errorf("%s has indexes %v (primary, attached), want one attached each of the parent's %v", p, got, parent)
+		}
+	}
+}
+
 // A window that cuts a partition (three days of monthly partitions)
 // refreshes that partition with DELETE and INSERT, keeping its rows
 // outside the window; a partition wholly inside is swapped.
