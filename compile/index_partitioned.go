@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lib/pq"
 )
@@ -27,8 +28,11 @@ func (f *Flow) PartitionedIndexChanges(have []CatalogIndex, parts []PartitionBou
 		case IndexAdded, IndexRebuilt, IndexChanged:
 			ix := byName[c.Name]
 			if ix.Primary {
-				changes[i].SQL = []string{}
-				changes[i].Note = "not made: rwc does not add a primary key to a partitioned target that exists (ALTER TABLE … ADD PRIMARY KEY would lock it for the whole build); add it yourself, or recreate the target"
+				drop := c.From // the key it replaces
+				if c.Kind == IndexRebuilt {
+					drop = c.Name
+				}
+				changes[i].SQL = f.partitionedPrimarySQL(ix, parts, drop)
 				continue
 			}
 			var sql []string
@@ -67,6 +71,52 @@ func (f *Flow) onlySQL(ix Index) string {
 		s += " WHERE " + ix.WhereSQL
 	}
 	return s
+}
+
+// NotNullCheck is the constraint that proves a partition's key columns
+// hold no NULL, for the primary key rwc adds to it.
+const NotNullCheck = "rwc_primary_key_not_null"
+
+// partitionedPrimarySQL adds the primary key ix to a partitioned target
+// that exists, building no index under a lock that readers wait for (ALTER
+// TABLE … ADD PRIMARY KEY alone would build every partition's under the
+// parent's ACCESS EXCLUSIVE lock). First, on each partition, while readers
+// and writers go on: a CHECK, validated, proves its key columns hold no
+// NULL, and its unique index is built concurrently; a NULL or a duplicate
+// fails here, before anything is dropped. Then the key it replaces (drop:
+// a changed key, or an invalid one a failed build left; the partitions'
+// go with it: a table has one primary key) is dropped, each partition's
+// index is made its key (a catalog change under a brief lock of the
+// partition: the CHECK spares the NOT NULL its scan), and the parent's key
+// attaches them all, under a brief lock of the parent. A leftover of an
+// interrupted run on a partition is dropped first.
+func (f *Flow) partitionedPrimarySQL(ix Index, parts []PartitionBound, drop string) []string {
+	nn := make([]string, len(ix.Columns))
+	for i, c := range ix.Columns {
+		nn[i] = pq.QuoteIdentifier(c) + " IS NOT NULL"
+	}
+	check := pq.QuoteIdentifier(NotNullCheck)
+	var built, keyed []string
+	for _, p := range parts {
+		part, name := f.qualified(p.Name), pq.QuoteIdentifier(IndexName(p.Name, ix))
+		built = append(built,
+			fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s, DROP CONSTRAINT IF EXISTS %s", part, check, name),
+			"DROP INDEX CONCURRENTLY IF EXISTS "+f.qualified(IndexName(p.Name, ix)),
+			fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s) NOT VALID", part, check, strings.Join(nn, " AND ")),
+			fmt.Sprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", part, check),
+			fmt.Sprintf("CREATE UNIQUE INDEX CONCURRENTLY %s ON %s USING btree (%s)", name, part, ix.quotedColumns()))
+		// Two statements: a DROP in the key's ALTER would run before the
+		// key's NOT NULL is checked, which would then scan.
+		keyed = append(keyed,
+			fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY USING INDEX %s", part, name, name),
+			fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT %s", part, check))
+	}
+	sql := built
+	if drop != "" {
+		sql = append(sql, fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s", f.Target(), pq.QuoteIdentifier(drop)))
+	}
+	sql = append(sql, keyed...)
+	return append(sql, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (%s)", f.Target(), pq.QuoteIdentifier(ix.Name), ix.quotedColumns()))
 }
 
 // partitionIndexSQL builds ix on one partition, concurrently, and

@@ -167,13 +167,17 @@ func (r *Runner) indexFailed(ctx context.Context, f *compile.Flow, c compile.Ind
 		return &IndexError{err: &LockTimeoutError{PG: pe, msg: msg}, msg: msg}
 	}
 	msg := fmt.Sprintf("%s failed: %s", what, serverWords(err))
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		pos := f.Table.Pos
-		for _, ix := range f.Indexes() {
-			if ix.Name == c.Name {
-				pos = ix.Pos
-			}
+	pos := f.Table.Pos
+	for _, ix := range f.Indexes() {
+		if ix.Name == c.Name {
+			pos = ix.Pos
 		}
+	}
+	if errors.As(err, &pe) && pe.Code == "23514" && pe.Constraint == compile.NotNullCheck {
+		msg += fmt.Sprintf(": rows of %s hold NULL in the key's columns (%s), which a primary key makes NOT NULL, outside the window too; fill or delete those rows, or change the key (%s)",
+			diag.Visible(pe.Table), strings.Join(c.Columns, ", "), pos)
+	}
+	if errors.As(err, &pe) && pe.Code == "23505" {
 		msg += fmt.Sprintf(": the target's rows already break the key (%s): a unique key holds for every row of the target, outside the window too; remove the duplicates, or change the key (%s)",
 			diag.Visible(strings.TrimSuffix(pe.Detail, ".")), pos)
 	}

@@ -532,3 +532,59 @@ func TestPartitionIndexAdded(t *testing.T) {
 		t.Errorf("the parent has %d indexes, want 2 (the default one replaced by the declared ones)", n)
 	}
 }
+
+// A primary key added to a partitioned target that exists is built
+// partition by partition (a validated CHECK for its NOT NULL, a unique
+// index built concurrently and made the partition's key), then the
+// parent's key attaches them: every partition, history included, ends with
+// its key attached, and no second index; the next swap keeps it so.
+func TestPartitionPrimaryKeyAdded(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": partSpec}, "t")))
+	refresh(t, e.runner(now0), run.Request{Flow: flow(t, map[string]string{"p.yaml": partSpec}, "t"), Mode: run.Override, Where: where(t, flow(t, map[string]string{"p.yaml": partSpec}, "t"), "d >= date('2026-03-01') && d <= date('2026-03-03')")})
+	keyed := strings.Replace(partSpec, "    partitioning:", "    primary_key: [d, k]\n    partitioning:", 1)
+	f := flow(t, map[string]string{"p.yaml": keyed}, "t")
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if v := e.value(`SELECT coalesce((SELECT indisvalid::text FROM pg_index WHERE indrelid = 't'::regclass AND indisprimary), 'none')`); v != "true" {
+		t.Fatalf("the parent's primary key: %s, want a valid one", v)
+	}
+	parts := e.rows(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 't'::regclass ORDER BY 1`)
+	for _, p := range parts {
+		p = strings.Trim(p, "()")
+		got := e.rows(`SELECT i.indisprimary::text || ' ' || (SELECT count(*) FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) FROM pg_index i WHERE i.indrelid = '` + p + `'::regclass ORDER BY 1`)
+		if !slices.Contains(got, "(\"true 1\")") {
+			t.Errorf("%s has indexes %v (primary, attached), want its key attached to the parent's", p, got)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM pg_constraint WHERE conname = 'rwc_primary_key_not_null'`); n != 0 {
+		t.Errorf("%d NOT NULL checks left behind", n)
+	}
+	if got := e.value(`SELECT string_agg(v::text, ',' ORDER BY k) FROM t WHERE d = '2026-03-09'`); got != "10,91" {
+		t.Errorf("2026-03-09 holds %s, want 10,91", got)
+	}
+	// A NULL in the key fails the step that finds it, and changes no row.
+	e.exec(`INSERT INTO t_p20260301 VALUES ('2026-03-01', 'z', NULL)`)
+	dup := strings.Replace(keyed, "primary_key: [d, k]", "primary_key: [d, k, v]", 1)
+	res = e.runner(now0).Refresh(context.Background(), reqWindow(flow(t, map[string]string{"p.yaml": dup}, "t")))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "rows of t_p20260301 hold NULL in the key's columns (d, k, v)") {
+		t.Errorf("a NULL in the new key: %v, want the key's build to fail, the partition named", res.Err)
+	}
+	// The key it replaces is still there, and the next apply, once the
+	// row is fixed, makes the new one.
+	if v := e.value(`SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 't'::regclass AND i.indisprimary`); v != "d,k" {
+		t.Errorf("after the failed change the parent's key is on %q, want the old one (d,k)", v)
+	}
+	e.exec(`UPDATE t_p20260301 SET v = 0 WHERE v IS NULL`)
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dup}, "t")))
+	if v := e.value(`SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 't'::regclass AND i.indisprimary AND i.indisvalid`); v != "d,k,v" {
+		t.Errorf("after the fix the parent's key is on %q, want d,k,v", v)
+	}
+	if got := e.count(`SELECT count(*) FROM t`); got != 13 {
+		t.Errorf("%d rows after the failed key, want 13", got)
+	}
+}
