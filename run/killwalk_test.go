@@ -204,10 +204,11 @@ tables:
 	{
 		// Three batches of two days, each its own transaction, and a row
 		// written into the target that the second replaces.
-		name:    "batched backfill",
-		targets: []string{"public.t"},
-		seed:    walkSeed,
-		between: walkChange + `; INSERT INTO t VALUES ('2026-03-03', 'stale', 999), ('2026-02-01', 'keep', 1)`,
+		name:       "batched backfill",
+		targets:    []string{"public.t"},
+		seed:       walkSeed,
+		setupSpecs: map[string]string{"p.yaml": plainCopy}, // the backfill is the command's
+		between:    walkChange + `; INSERT INTO t VALUES ('2026-03-03', 'stale', 999), ('2026-02-01', 'keep', 1)`,
 		specs: map[string]string{"p.yaml": plainCopy, "backfills/hist.yaml": `backfill: t
 where: d >= date('2026-02-27') && d <= date('2026-03-04')
 reason: recompute the first days of March
@@ -271,6 +272,29 @@ batch: 2d
 		between: walkChange + `; INSERT INTO t VALUES ('2026-03-01', 'dml', 1)`,
 		args:    []string{"apply", "--allow-dirty", "DIR"},
 		check:   events("t incremental"),
+	},
+	{
+		// Batches of history outside the window, each creating its days'
+		// partitions and swapping them in.
+		name:       "partitioned batched backfill",
+		targets:    []string{"public.t"},
+		seed:       walkSeed,
+		setupSpecs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		between:    walkChange,
+		specs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev"), "backfills/hist.yaml": `backfill: t
+where: d >= date('2026-02-27') && d <= date('2026-03-04')
+reason: recompute the first days of March
+batch: 2d
+`},
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		batched: true,
+		check: func(t *testing.T, db *sql.DB) {
+			if n := pgtest.Count(t, db, `SELECT count(*) FROM rwc.events WHERE action = 'backfill' AND details ? 'swapped'`); n != 3 {
+				t.Fatalf("the uncut backfill swapped partitions in %d batches, want 3", n)
+			}
+			pgtest.SameRows(t, "the backfilled days", pgtest.Rows(t, db, `SELECT d, k, v FROM t WHERE d < '2026-03-05'`),
+				pgtest.Rows(t, db, `SELECT d, k, v FROM ev WHERE d < '2026-03-05'`))
+		},
 	},
 	{
 		name:         "column add",
