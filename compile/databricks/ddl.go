@@ -13,6 +13,7 @@ import (
 // statement is one ;-separated statement of a file.
 type statement struct {
 	toks []token
+	end  int // offset of the ; that ends it, or of the file's end
 }
 
 // column is one entry of a column list.
@@ -50,6 +51,7 @@ type flow struct {
 	pred   []token
 	predAt int
 	query  []token
+	end    int // where the query's text ends (comments after its last token included)
 	byName bool
 	at     int // offset of the flow's clause
 }
@@ -77,7 +79,7 @@ func (p *parsed) table(name string) *table {
 }
 
 // splitStatements cuts tokens at the semicolons outside brackets.
-func splitStatements(toks []token) []statement {
+func splitStatements(toks []token, size int) []statement {
 	var out []statement
 	depth, from := 0, 0
 	for i, t := range toks {
@@ -92,14 +94,14 @@ func splitStatements(toks []token) []statement {
 		case ";":
 			if depth <= 0 {
 				if i > from {
-					out = append(out, statement{toks: toks[from:i]})
+					out = append(out, statement{toks: toks[from:i], end: t.start})
 				}
 				from, depth = i+1, 0
 			}
 		}
 	}
 	if from < len(toks) {
-		out = append(out, statement{toks: toks[from:]})
+		out = append(out, statement{toks: toks[from:], end: size})
 	}
 	return out
 }
@@ -107,6 +109,7 @@ func splitStatements(toks []token) []statement {
 // reader walks one statement's tokens.
 type reader struct {
 	toks []token
+	stop int // where the statement ends (its ;)
 	i    int
 	file *fileImport
 }
@@ -223,7 +226,7 @@ var notCarried = map[string]string{
 
 // statement reads one statement into p.
 func (f *fileImport) statement(st statement, p *parsed) {
-	r := &reader{toks: st.toks, file: f}
+	r := &reader{toks: st.toks, stop: st.end, file: f}
 	first := r.peek(0)
 	switch {
 	case r.accept("create"):
@@ -383,7 +386,7 @@ func (f *fileImport) inlineFlow(r *reader, t *table) {
 	fl.pred = r.toks[from:r.i]
 	fl.byName = r.accept("by", "name")
 	r.accept("as")
-	fl.query = r.toks[r.i:]
+	fl.query, fl.end = r.toks[r.i:], r.stop
 	t.flow = fl
 	f.checkFlow(fl)
 }
@@ -440,7 +443,7 @@ func (f *fileImport) createFlow(r *reader, p *parsed, stmt int) {
 	if r.accept("by", "name") {
 		fl.byName = true
 	}
-	fl.query = r.toks[r.i:]
+	fl.query, fl.end = r.toks[r.i:], r.stop
 	t := p.tableFor(target, schema, at)
 	if t.flow != nil {
 		f.ds.Errorf("RW606", f.pos(stmt), "one REPLACE WHERE flow per target table (a Databricks limit rwc shares)",

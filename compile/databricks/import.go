@@ -107,7 +107,7 @@ func Import(inputs []Input, opt Options) Result {
 		}
 		f := newFileImport(in.Name, in.Src)
 		p := &parsed{}
-		for _, st := range splitStatements(lex(f.src)) {
+		for _, st := range splitStatements(lex(f.src), len(f.src)) {
 			f.statement(st, p)
 		}
 		name := opt.Pipeline
@@ -190,7 +190,7 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	if schema != "" {
 		doc.schema = schema
 	}
-	pgQuery, qb := f.translateQuery(t.flow.query)
+	pgQuery, qb := f.translateQuery(t.flow.query, t.flow.end)
 	if _, se := query.Analyze(pgQuery); se != nil && se.Offset >= 0 && len(qb.from) > 0 {
 		f.ds.Warnf("RW609", f.pos(qb.source(se.Offset)), "review the query: rwc lint reports it in the spec until it is PostgreSQL",
 			"the query is not PostgreSQL after translation: %s", se.Message)

@@ -84,9 +84,13 @@ func (q *qbuild) source(off int) int {
 }
 
 // translateQuery is the flow's query in PostgreSQL.
-func (f *fileImport) translateQuery(toks []token) (string, *qbuild) {
+func (f *fileImport) translateQuery(toks []token, end int) (string, *qbuild) {
 	q := &qbuild{f: f, toks: toks}
 	q.span(0, len(toks))
+	if n := len(toks); n > 0 && end > toks[n-1].end {
+		// A comment after the last token (an rwc:nolint, say) stays.
+		q.write(toks[n-1].end, strings.TrimRight(f.src[toks[n-1].end:end], " \t\r\n"))
+	}
 	if len(q.group) > 0 {
 		q.groupByAll()
 	}
