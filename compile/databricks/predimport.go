@@ -364,6 +364,11 @@ func (pi *predicateImport) literal(e, peer *query.Expr) string {
 		return strconv.FormatBool(v)
 	case string:
 		if e.Name == "numeric" {
+			// -9223372036854775808 is an integer PostgreSQL's lexer reads
+			// as a numeric (its digits overflow before the sign applies).
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return strconv.FormatInt(n, 10)
+			}
 			return celDouble(v)
 		}
 		switch pi.family(peer) {
