@@ -217,4 +217,3 @@ specs, and as comments above the statement. The specs must lint clean.`,
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
-
