@@ -232,9 +232,15 @@ func (f *fileImport) checkPredicate(cel string, cols []Column, at diag.Pos, over
 			pcols = append(pcols, predicate.Column{Name: c.Name, Type: t})
 		}
 	}
-	_, issues := predicate.Compile(cel, pcols)
+	p, issues := predicate.Compile(cel, pcols)
 	for _, is := range issues {
 		f.ds.Errorf("RW601", at, is.Hint, "the predicate in CEL (%s) is not a window predicate: %s", cel, is.Message)
+	}
+	if len(issues) == 0 && !override && p.Determinism == predicate.NonDeterministic {
+		// Databricks falls back to a full recompute; rwc refuses (RW211):
+		// the DELETE and the INSERT would each draw rand() anew.
+		f.ds.Errorf("RW601", at, "window on a column instead; rwc refuses rand() in a flow's predicate (RW211)", "the predicate %s is not deterministic", cel)
+		return false
 	}
 	return len(issues) == 0
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -36,10 +37,14 @@ func TestImportGolden(t *testing.T) {
 	if err != nil || len(cases) == 0 {
 		t.Fatalf("no import cases: %v", err)
 	}
+	fired := map[string]bool{}
 	for _, dir := range cases {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
 			res := importCase(t, dir)
+			for _, d := range res.Diagnostics {
+				fired[d.Code] = true
+			}
 			var got strings.Builder
 			diag.WriteText(&got, res.Diagnostics, func(f string) []string { return sourceLines(dir, f) })
 			golden(t, filepath.Join(dir, "want.diag"), got.String())
@@ -73,6 +78,27 @@ func TestImportGolden(t *testing.T) {
 			}
 		})
 	}
+	// Every import code of docs/diagnostics.md has a case (RW620 is
+	// export's: TestExportGolden).
+	for _, code := range documentedCodes(t) {
+		if strings.HasPrefix(code, "RW6") && code != "RW620" && !fired[code] && !*update {
+			t.Errorf("no import case reports %s: add a testdata/import/<case>/", code)
+		}
+	}
+}
+
+var codeHeading = regexp.MustCompile(`(?m)^### (RW\d{3})\b`)
+
+func documentedCodes(t *testing.T) []string {
+	b, err := os.ReadFile("../../docs/diagnostics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, m := range codeHeading.FindAllStringSubmatch(string(b), -1) {
+		codes = append(codes, m[1])
+	}
+	return codes
 }
 
 func importCase(t *testing.T, dir string) databricks.Result {

@@ -93,7 +93,7 @@ func lex(src string) []token {
 			i = j
 		default:
 			n := w
-			for _, op := range []string{"<=>", "<>", "!=", "<=", ">=", "==", "||", "&&", "::"} {
+			for _, op := range []string{"<=>", "!~*", "<>", "!=", "<=", ">=", "==", "||", "&&", "::", "!~", "~*"} {
 				if strings.HasPrefix(src[i:], op) {
 					n = len(op)
 					break
