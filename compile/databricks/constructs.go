@@ -31,8 +31,7 @@ type construct struct {
 	spark string
 	// also are further Spark spellings import reads.
 	also []string
-	// negate: the Spark function's day count is the CEL one's negation
-	// (date_sub), or the construct is the CEL one negated (NOT IN).
+	// negate: the Spark construct is the CEL one negated (NOT IN).
 	negate     bool
 	importOnly bool
 }
@@ -53,7 +52,7 @@ var constructs = []construct{
 	{op: predicate.OpEndsWith, form: method, cel: "endsWith", spark: "endswith"},
 	{op: predicate.OpContains, form: method, cel: "contains", spark: "contains"},
 	{op: predicate.OpDateAdd, form: call, cel: "date_add", spark: "date_add", also: []string{"dateadd"}},
-	{op: predicate.OpDateAdd, form: call, cel: "date_sub", spark: "date_sub", negate: true, importOnly: true},
+	{op: predicate.OpDateAdd, form: call, cel: "date_sub", spark: "date_sub", importOnly: true},
 	{op: predicate.OpCurrentDate, form: niladic, cel: "current_date", spark: "current_date", also: []string{"curdate"}},
 	{op: predicate.OpCurrentTimestamp, form: niladic, cel: "current_timestamp", spark: "current_timestamp", also: []string{"now"}},
 	{op: predicate.OpRand, form: niladic, cel: "rand", spark: "rand", also: []string{"random"}},

@@ -178,6 +178,9 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 			"flow %s writes table %s, which the file does not create", t.flow.name, t.name)
 		return nil
 	}
+	if len(t.flow.query) == 0 {
+		return nil // reported by checkFlow
+	}
 	schema := opt.Schema
 	if schema == "" {
 		schema = t.schema

@@ -178,14 +178,6 @@ func sparkString(s string) string {
 // pgString writes s as a PostgreSQL string literal (standard conforming).
 func pgString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// pgIdent quotes a name for PostgreSQL when it needs it.
-func pgIdent(s string) string {
-	if plainName(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
 func plainName(s string) bool {
 	if s == "" {
 		return false

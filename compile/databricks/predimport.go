@@ -159,19 +159,21 @@ func wrap(s string, prec, need int) string {
 func (pi *predicateImport) cel(e *query.Expr) (string, int) {
 	switch e.Kind {
 	case query.ExprAnd, query.ExprOr:
-		op, prec := "&&", precAnd
+		word, prec := "AND", precAnd
 		if e.Kind == query.ExprOr {
-			op, prec = "||", precOr
+			word, prec = "OR", precOr
 		}
+		c, _ := fromSpark(infix, word)
 		parts := make([]string, len(e.Args))
 		for i, a := range e.Args {
 			s, p := pi.cel(a)
 			parts[i] = wrap(s, p, prec+b2i(i > 0))
 		}
-		return strings.Join(parts, " "+op+" "), prec
+		return strings.Join(parts, " "+c.cel+" "), prec
 	case query.ExprNot:
+		c, _ := fromSpark(prefix, "NOT")
 		s, p := pi.cel(e.Args[0])
-		return "!" + wrap(s, p, precPrimary), precUnary
+		return c.cel + wrap(s, p, precPrimary), precUnary
 	case query.ExprOp:
 		return pi.op(e)
 	case query.ExprBetween:
@@ -190,9 +192,15 @@ func (pi *predicateImport) cel(e *query.Expr) (string, int) {
 			}
 			items[i] = pi.operand(a, e.Args[0])
 		}
-		s := x + " in [" + strings.Join(items, ", ") + "]"
+		word := "IN"
 		if e.Not {
-			return "!(" + s + ")", precUnary
+			word = "NOT IN"
+		}
+		c, _ := fromSpark(inList, word)
+		s := x + " " + c.cel + " [" + strings.Join(items, ", ") + "]"
+		if c.negate {
+			not, _ := sparkOf(predicate.OpNot)
+			return not.cel + "(" + s + ")", precUnary
 		}
 		return s, precRel
 	case query.ExprColumn, query.ExprConst, query.ExprCall, query.ExprCast, query.ExprValueFunc:

@@ -12,6 +12,11 @@ CREATE FLOW kpis_flow AS
 INSERT INTO main.analytics.kpis BY NAME REPLACE WHERE d >= date_add(current_date(), -3)
 SELECT d, count(*) AS n, date_format(d, 'yyyy-MM') AS label FROM events GROUP BY ALL;
 
+CREATE STREAMING TABLE typo (d DATE)
+FLOW REPLACE WHERE d >= >= DATE'2024-01-01' BY NAME
+SELECT d FROM src;
+
 CREATE STREAMING TABLE broken (d DATE)
 FLOW REPLACE WHERE d >= 'unterminated BY NAME
 SELECT d FROM src;
+;
