@@ -103,7 +103,7 @@ func inputLines(inputs []databricks.Input) diag.Sources {
 	return func(file string) []string {
 		for _, in := range inputs {
 			if in.Name == file {
-				return strings.Split(string(in.Src), "\n")
+				return strings.Split(strings.ReplaceAll(string(in.Src), "\r\n", "\n"), "\n")
 			}
 		}
 		return nil

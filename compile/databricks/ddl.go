@@ -240,7 +240,7 @@ func (f *fileImport) statement(st statement, p *parsed) {
 		case r.accept("flow"):
 			f.createFlow(r, p, first.start)
 		default:
-			what := strings.ToUpper(strings.Join(tokenTexts(st.toks[:min(3, len(st.toks))]), " "))
+			what := "CREATE " + strings.ToUpper(strings.Join(tokenTexts(st.toks[r.i:min(r.i+2, len(st.toks))]), " "))
 			f.ds.Warnf("RW604", f.pos(first.start), "only REPLACE WHERE flows are imported; write the materialized view as an rwc flow or leave it on Databricks",
 				"%s … is not a REPLACE WHERE flow: not imported", what)
 		}

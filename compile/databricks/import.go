@@ -121,6 +121,10 @@ func Import(inputs []Input, opt Options) Result {
 				flows[fl.table] = fl
 			}
 		}
+		if len(p.tables) == 0 && len(p.overrides) == 0 && !f.ds.HasErrors() {
+			f.ds.Warnf("RW604", diag.Pos{File: in.Name}, "import reads CREATE STREAMING TABLE … FLOW REPLACE WHERE, CREATE FLOW … REPLACE WHERE and REFRESH STREAMING TABLE … WHERE",
+				"no REPLACE WHERE flow or override in this file")
+		}
 		for _, o := range p.overrides {
 			overrides = append(overrides, pendingOverride{flow: o.table, file: f, toks: o.pred, at: o.at, origin: "REFRESH STREAMING TABLE " + o.table + " WHERE"})
 		}

@@ -126,7 +126,7 @@ func sourceLines(dir, file string) []string {
 	if err != nil {
 		return nil
 	}
-	return strings.Split(string(b), "\n")
+	return strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
 }
 
 func checkNoOtherFiles(t *testing.T, want string, paths []string) {

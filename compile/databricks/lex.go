@@ -51,7 +51,7 @@ func lex(src string) []token {
 	for i < len(src) {
 		r, w := utf8.DecodeRuneInString(src[i:])
 		switch {
-		case unicode.IsSpace(r):
+		case unicode.IsSpace(r) || r == '\ufeff': // a byte order mark too
 			i += w
 		case strings.HasPrefix(src[i:], "--"):
 			if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
