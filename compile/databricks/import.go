@@ -99,6 +99,11 @@ func Import(inputs []Input, opt Options) Result {
 	}
 	var overrides []pendingOverride
 	for _, in := range inputs {
+		if strings.HasSuffix(strings.ToLower(in.Name), ".py") {
+			res.Diagnostics.Errorf("RW604", diag.Pos{File: in.Name}, "write the flow in SQL (CREATE STREAMING TABLE … FLOW REPLACE WHERE … BY NAME SELECT …) and import that",
+				"Python pipelines are not imported")
+			continue
+		}
 		if strings.HasSuffix(strings.ToLower(in.Name), ".json") {
 			ov, ds := readOverrides(in)
 			res.Diagnostics = append(res.Diagnostics, ds...)
