@@ -190,6 +190,10 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	if len(t.flow.query) == 0 {
 		return nil // reported by checkFlow
 	}
+	if _, dup := opt.Flows[t.name]; dup {
+		f.ds.Errorf("RW606", f.pos(t.start), "rename the table, or import into another --out", "a flow named %s is already in the spec directory", t.name)
+		return nil
+	}
 	schema := opt.Schema
 	if schema == "" {
 		schema = t.schema
