@@ -529,3 +529,17 @@ func (pi *predicateImport) like(e *query.Expr) (string, int) {
 	}
 	return s, precPrimary
 }
+
+// ImportPredicate translates a Spark SQL predicate over cols to CEL; the
+// diagnostics are positioned in the text (file "predicate").
+func ImportPredicate(spark string, cols []predicate.Column) (string, diag.List) {
+	types := map[string]pgtype.Type{}
+	for _, c := range cols {
+		types[c.Name] = c.Type
+	}
+	l := newLines(spark)
+	return importPredicate(lex(spark), types, func(off int) diag.Pos {
+		line, col := l.at(off)
+		return diag.Pos{File: "predicate", Line: line, Column: col}
+	})
+}
