@@ -2,6 +2,7 @@ package databricks
 
 import (
 	"bytes"
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -131,7 +132,7 @@ func Import(inputs []Input, opt Options) Result {
 				"no REPLACE WHERE flow or override in this file")
 		}
 		for _, o := range p.overrides {
-			overrides = append(overrides, pendingOverride{flow: o.table, file: f, toks: o.pred, at: o.at, origin: "REFRESH STREAMING TABLE " + o.table + " WHERE"})
+			overrides = append(overrides, pendingOverride{flow: o.table, file: f, toks: o.pred, at: o.at, origin: fmt.Sprintf("%s:%d: REFRESH STREAMING TABLE %s WHERE", in.Name, f.pos(o.at).Line, o.table)})
 		}
 		res.Diagnostics = append(res.Diagnostics, f.ds...)
 	}
