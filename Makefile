@@ -70,12 +70,14 @@ release-check:
 	$(GO) run $(GORELEASER) check
 
 # Short fuzzing sessions of the spec loader (from bytes, and from disk with
-# links, pipes and encodings), the query analysis and the predicate compiler.
+# links, pipes and encodings), the query analysis, the predicate compiler and
+# rwc import.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzDirFS -fuzztime 30s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzAnalyze -fuzztime 30s ./compile/query/
 	$(GO) test -run '^$$' -fuzz FuzzCompileTranslate -fuzztime 30s ./spec/predicate/
+	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime 30s ./compile/databricks/
 
 clean:
 	rm -rf bin

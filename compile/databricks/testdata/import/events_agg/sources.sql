@@ -1,0 +1,1 @@
+CREATE TABLE events_raw (date date, key text, val bigint);

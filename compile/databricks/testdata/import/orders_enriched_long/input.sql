@@ -1,0 +1,15 @@
+CREATE STREAMING TABLE orders_enriched;
+
+CREATE FLOW orders_enriched AS
+INSERT INTO orders_enriched BY NAME
+REPLACE WHERE date >= date_add(current_date(), -7)
+SELECT
+  o.order_id,
+  o.date,
+  o.region,
+  p.product_name,
+  o.qty,
+  o.price
+FROM orders_fct o
+JOIN product_dim p
+  ON o.product_id = p.product_id;

@@ -1,0 +1,1 @@
+CREATE TABLE sales (date date, region text, amount numeric(12,2));
