@@ -31,6 +31,7 @@ type Flow struct {
 	partitioned     bool // partitioning: passed lint (see Partitioned)
 	fingerprintOnce sync.Once
 	fingerprint     string
+	pushed          sync.Map // pushedQuery's answers, by pushKey
 }
 
 // Name is the flow's name, its table's name.

@@ -420,7 +420,34 @@ func (f *Flow) typedSource(cols []string, src string) string {
 // a join's equality, so each member of the column's equivalence class gets
 // its own copy. When the predicate cannot be pushed, the query is used as
 // written and the outer WHERE alone selects the window.
+//
+// A refresh renders the same predicate's statements more than once (to
+// decide, then to write), and each pushdown parses and deparses the query
+// twice: the answers are kept, by what they depend on.
 func (f *Flow) pushedQuery(p *predicate.Predicate, obs Observation) (string, []string) {
+	key := pushKey{cel: p.Root.CEL(), determinism: p.Determinism, mismatched: len(obs.Mismatches) > 0}
+	if v, ok := f.pushed.Load(key); ok {
+		a := v.(pushAnswer)
+		return a.sql, slices.Clone(a.to)
+	}
+	sql, to := f.pushedQueryOnce(p, obs)
+	f.pushed.Store(key, pushAnswer{sql, slices.Clone(to)})
+	return sql, to
+}
+
+// pushKey is what pushedQuery's answer depends on besides the flow.
+type pushKey struct {
+	cel         string
+	determinism predicate.Determinism
+	mismatched  bool
+}
+
+type pushAnswer struct {
+	sql string
+	to  []string
+}
+
+func (f *Flow) pushedQueryOnce(p *predicate.Predicate, obs Observation) (string, []string) {
 	q := strings.TrimRight(strings.TrimSpace(f.Table.Query.Value), ";")
 	if f.Query != nil {
 		q = f.Query.Body
