@@ -1,0 +1,133 @@
+package run_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
+)
+
+// withExpect adds an expect: block (YAML under the table, indented by
+// four) to a spec.
+func withExpect(spec, expect string) string {
+	return strings.Replace(spec, "    query: |", "    expect:\n"+expect+"    query: |", 1)
+}
+
+// targetPrint is the target as bytes and as row versions: an error
+// failure must leave both as they were.
+func (e *env) targetPrint() string {
+	e.t.Helper()
+	return e.value(`SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) || ' ' ||
+		md5(string_agg(ctid::text || xmin::text, ',' ORDER BY ctid)) FROM public.t`)
+}
+
+// expectCases are one passing and one failing expectation of every kind,
+// over the daily flow's rows (d, k in a/b, v = day or 10 × day); setup runs
+// before the checked refresh.
+var expectCases = []struct {
+	name, passing, failing string
+	setup                  string
+	failingRows            int64
+}{
+	{name: "check", passing: "v >= 0", failing: "v < 50", failingRows: 3},
+	{name: "check_current_date", passing: "d <= current_date()", failing: "d < current_date()", failingRows: 2},
+	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
+	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6},
+	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1},
+	{name: "rows", passing: "{min: 6, max: 6}", failing: "{min: 7}", failingRows: 1},
+	{name: "rows_max", passing: "{max: 100}", failing: "{max: 5}", failingRows: 1},
+	{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1},
+	{name: "relationships", passing: "{column: k, to: dim.k}", failing: "{column: k, to: dim_a.k}", failingRows: 3},
+}
+
+// expectYAML is the expect: entry of case c with the given value.
+func expectYAML(kind, value, severity string) string {
+	key := kind
+	across := ""
+	switch kind {
+	case "check_current_date":
+		key = "check"
+	case "unique_across_table":
+		key, across = "unique", "        across_table: true\n"
+	case "rows_max", "rows_max_change":
+		key = "rows"
+	}
+	if key == "check" {
+		value = "'" + value + "'"
+	}
+	return "      x:\n        " + key + ": " + value + "\n" + across + "        severity: " + severity + "\n"
+}
+
+// A window refresh (the query changed) checks what it wrote: a passing
+// expectation commits; a failing one of severity error rolls back, leaving
+// the target byte for byte and row version for row version as it was; one
+// of severity warn commits and says so.
+func TestExpectationsWindowRefresh(t *testing.T) {
+	t.Parallel()
+	changed := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 0 AS v FROM ev", 1)
+	for _, c := range expectCases {
+		for _, tc := range []struct {
+			variant, value, severity string
+			fails                    bool
+		}{
+			{"pass", c.passing, "error", false},
+			{"error", c.failing, "error", true},
+			{"warn", c.failing, "warn", false},
+		} {
+			t.Run(c.name+"/"+tc.variant, func(t *testing.T) {
+				t.Parallel()
+				e := newDailyEnv(t)
+				e.exec(`CREATE TABLE dim (k text); INSERT INTO dim VALUES ('a'), ('b'); CREATE TABLE dim_a (k text); INSERT INTO dim_a VALUES ('a')`)
+				r := e.runner(now0)
+				refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+				if c.setup != "" {
+					e.exec(c.setup)
+				}
+				before := e.targetPrint()
+				f := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML(c.name, tc.value, tc.severity))}, "t")
+				res := r.Refresh(context.Background(), reqWindow(f))
+				checkExpectResult(t, e, res, tc.fails, tc.variant != "pass", c.failingRows)
+				if res.Action != compile.ActionRecomputeWindow {
+					t.Errorf("action %s, want recompute_window", res.Action)
+				}
+				if after := e.targetPrint(); (after == before) != tc.fails {
+					t.Errorf("target unchanged: %v, want %v", after == before, tc.fails)
+				}
+			})
+		}
+	}
+}
+
+// checkExpectResult checks one refresh's expectation result x: whether the
+// refresh failed, whether x failed and on how many rows, and that the last
+// result is recorded for rwc status.
+func checkExpectResult(t *testing.T, e *env, res run.Result, fails, failing bool, rows int64) {
+	t.Helper()
+	var ef *run.ExpectationsFailed
+	if fails != errors.As(res.Err, &ef) || (!fails && res.Err != nil) {
+		t.Fatalf("refresh error %v, want an expectation failure: %v", res.Err, fails)
+	}
+	if len(res.Expectations) != 1 {
+		t.Fatalf("results %+v, want one", res.Expectations)
+	}
+	x := res.Expectations[0]
+	if x.Passed == failing || (failing && x.Failing != rows) {
+		t.Errorf("result %+v, want failing %v on %d", x, failing, rows)
+	}
+	if failing && x.Kind != "rows" && len(x.Samples) == 0 {
+		t.Errorf("a failure without samples: %+v", x)
+	}
+	if x.Line == 0 || !strings.HasSuffix(x.File, "p.yaml") {
+		t.Errorf("result at %s, want the expectation's position", x.Pos)
+	}
+	outcome := "committed"
+	if fails {
+		outcome = "rolled_back"
+	}
+	if got := e.value(`SELECT passed || ' ' || outcome FROM rwc.expectation_results WHERE flow = 't' AND name = 'x'`); got != map[bool]string{true: "false", false: "true"}[failing]+" "+outcome {
+		t.Errorf("recorded %q", got)
+	}
+}
