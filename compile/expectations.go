@@ -72,12 +72,9 @@ type CheckQuery struct {
 	SQL string
 }
 
-// List is what a refresh always sends, in order: what a plan shows.
-func (c Checks) List() []string {
+// After is what a refresh always sends after its write, in order.
+func (c Checks) After() []string {
 	var out []string
-	if c.Before != "" {
-		out = append(out, c.Before)
-	}
 	if c.Rows != "" {
 		out = append(out, c.Rows)
 	}
@@ -85,6 +82,27 @@ func (c Checks) List() []string {
 		out = append(out, q.SQL)
 	}
 	return out
+}
+
+// Within is w.List(), the refresh's last write, with the checks where the
+// refresh sends them: after the write and before a partitioned target's
+// swap (its LOCK and exchange), which the refresh makes only once they
+// passed. Before goes before the first write.
+func (c Checks) Within(w Statements) []string {
+	var out []string
+	list := w.List()
+	at := len(list)
+	if w.Lock != "" {
+		for i, st := range list {
+			if st == w.Lock {
+				at = i
+				break
+			}
+		}
+	}
+	out = append(out, list[:at]...)
+	out = append(out, c.After()...)
+	return append(out, list[at:]...)
 }
 
 // written is where the rows a refresh wrote are, for the checks: the

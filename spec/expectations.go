@@ -239,3 +239,35 @@ func checkExpectColumns(t *Table, e *Expectation) diag.List {
 	}
 	return ds
 }
+
+// Definition is what the expectation checks, in one line, the same
+// whatever the YAML's layout: what a plan shows and compares.
+func (e *Expectation) Definition() string {
+	s := e.Kind + ": "
+	switch e.Kind {
+	case ExpectCheck:
+		s += strings.Join(strings.Fields(e.Check.Value), " ")
+	case ExpectNotNull, ExpectUnique:
+		s += "[" + strings.Join(e.Columns.Columns, ", ") + "]"
+		if e.AcrossTable {
+			s += " across_table"
+		}
+	case ExpectRows:
+		var parts []string
+		if e.Rows.Min != nil {
+			parts = append(parts, fmt.Sprintf("min %d", *e.Rows.Min))
+		}
+		if e.Rows.Max != nil {
+			parts = append(parts, fmt.Sprintf("max %d", *e.Rows.Max))
+		}
+		if e.Rows.MaxChangeText != "" {
+			parts = append(parts, "max_change "+e.Rows.MaxChangeText)
+		}
+		s += strings.Join(parts, ", ")
+	case ExpectRelationships:
+		s += e.Rel.Column + " in " + e.Rel.ToSchema + "." + e.Rel.ToTable + "." + e.Rel.ToColumn
+	default:
+		s = "nothing"
+	}
+	return s + " (" + e.Severity() + ")"
+}
