@@ -71,7 +71,7 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			spec: expected, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
 		{name: "expectations, partitioned", sources: dim,
 			before: strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1),
-			spec: strings.Replace(strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1), "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
+			spec:   strings.Replace(strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1), "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
 			action: compile.ActionRecomputeWindow},
 		{name: "incremental, one day changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
 			spec: wholeSpec, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
