@@ -73,9 +73,12 @@ func (f *Flow) Evaluate(c Checks, n CheckCounts) []ExpectationResult {
 				r.Message += " written or of the table"
 			}
 		case spec.ExpectRelationships:
-			r.Message = fmt.Sprintf("%d of %d rows have a %s that %s does not hold", r.Failing, total, e.Rel.Column, e.Rel.To)
+			r.Message = fmt.Sprintf("%d of %d rows have a %s that %s does not hold", r.Failing, total, e.Rel.Column, e.Rel.ToSchema+"."+e.Rel.ToTable+"."+e.Rel.ToColumn)
 		case spec.ExpectRows:
 			r.Failing, r.Message, r.Samples = rowBounds(e.Rows, total, n, f.PartitionBy)
+			if c.Before == "" && e.Rows.MaxChange > 0 && r.Failing == 0 {
+				r.Message += "; max_change is checked by refreshes, against the rows they replace"
+			}
 		}
 		r.Passed = r.Failing == 0
 		out[i] = r

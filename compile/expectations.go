@@ -181,12 +181,49 @@ func (f *Flow) Checks(s Statements, rc predicate.Resolution) (Checks, error) {
 	if err != nil {
 		return Checks{}, err
 	}
+	return f.checksOn(w, rc, true)
+}
+
+// TestChecks renders the checks of f's expectations on the target as it
+// is (rwc test): the rows where holds (nil: all of them). There is no
+// write to compare with: rows.max_change is not checked.
+func (f *Flow) TestChecks(where *predicate.Predicate, rc predicate.Resolution) (Checks, error) {
+	if !f.HasExpectations() {
+		return Checks{}, nil
+	}
+	cond := "TRUE"
+	if where != nil {
+		resolved, err := where.Resolve(rc)
+		if err != nil {
+			return Checks{}, err
+		}
+		if cond, err = resolved.SQL(nil); err != nil {
+			return Checks{}, err
+		}
+	}
+	scope := func(alias string) (string, error) {
+		if where == nil {
+			return "TRUE", nil
+		}
+		resolved, err := where.Resolve(rc)
+		if err != nil {
+			return "", err
+		}
+		return resolved.SQL(func(name string) string { return alias + pq.QuoteIdentifier(name) })
+	}
+	w := written{rows: fmt.Sprintf("SELECT %s FROM %s WHERE %s", f.columnList(), f.Target(), cond), scope: scope}
+	return f.checksOn(w, rc, false)
+}
+
+// checksOn renders the checks on the rows w; compare: rows.max_change
+// compares with the rows before a write.
+func (f *Flow) checksOn(w written, rc predicate.Resolution, compare bool) (Checks, error) {
 	c := Checks{Samples: make([]string, len(f.Expectations))}
 	from := "(\n" + w.rows + "\n) AS w"
 	// Per partition value only when rows.max_change compares them.
 	key, group := "NULL::text", ""
 	for _, e := range f.Expectations {
-		if e.Kind == spec.ExpectRows && e.Rows.MaxChange > 0 && f.PartitionBy != "" {
+		if compare && e.Kind == spec.ExpectRows && e.Rows.MaxChange > 0 && f.PartitionBy != "" {
 			key, group = "("+pq.QuoteIdentifier(f.PartitionBy)+")::text", " GROUP BY 1"
 		}
 	}
@@ -203,7 +240,7 @@ func (f *Flow) Checks(s Statements, rc predicate.Resolution) (Checks, error) {
 			c.RowsFor = append(c.RowsFor, i)
 			c.Samples[i] = f.sampleRows(from, bad)
 		case spec.ExpectRows:
-			grouped = grouped || e.Rows.MaxChange > 0
+			grouped = grouped || (compare && e.Rows.MaxChange > 0)
 		case spec.ExpectUnique:
 			q, sample, err := f.uniqueSQL(e, from, w)
 			if err != nil {

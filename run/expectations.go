@@ -72,8 +72,12 @@ type ExpectationsFailed struct {
 
 func (e *ExpectationsFailed) Error() string {
 	var m *multierror.Error
+	failed := 0
 	for _, r := range e.Results {
 		if r.Failed() {
+			failed++
+		}
+		if !r.Passed {
 			m = multierror.Append(m, errors.New(describe(r)))
 		}
 	}
@@ -84,7 +88,7 @@ func (e *ExpectationsFailed) Error() string {
 		}
 		return strings.Join(lines, "\n")
 	}
-	return fmt.Sprintf("flow %s: %d expectation(s) failed; %s\n%s", e.Flow, len(m.Errors), unchanged, m.Error())
+	return fmt.Sprintf("flow %s: %d expectation(s) failed; %s\n%s", e.Flow, failed, unchanged, m.Error())
 }
 
 // failedOf is the error for results with an error-severity failure, or nil.
@@ -274,4 +278,101 @@ func recordResults(ctx context.Context, q interface {
 		}
 	}
 	return nil
+}
+
+// Tested is one flow's expectations checked on its target as it is (rwc
+// test).
+type Tested struct {
+	Flow    string                      `json:"flow"`
+	Where   string                      `json:"where,omitempty"` // the rows checked, CEL ("": all)
+	Results []compile.ExpectationResult `json:"results"`
+	// Recorded: the results are kept for rwc status (false: the role may
+	// not write rwc's state; the results were printed only).
+	Recorded bool `json:"recorded"`
+}
+
+// TestExpectations checks f's expectations on its target's rows where
+// holds (nil: all), in a read-only transaction that changes nothing, then
+// keeps the results for rwc status.
+func TestExpectations(ctx context.Context, db *sql.DB, f *compile.Flow, where *predicate.Predicate, opts Options) (Tested, error) {
+	out := Tested{Flow: f.Name(), Results: []compile.ExpectationResult{}}
+	if where != nil {
+		out.Where = where.Root.CEL()
+	}
+	if f.Predicate == nil {
+		return out, refuse("flow %s has lint errors; run rwc lint", f.Name())
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	checks, err := f.TestChecks(where, predicate.Resolution{Now: now, Zone: opts.Zone})
+	if err != nil || checks.Rows == "" {
+		return out, err
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, f.Target()).Scan(&exists); err != nil {
+		return out, err
+	}
+	if !exists {
+		return out, refuse("flow %s has no target %s yet: rwc apply creates it", f.Name(), f.Target())
+	}
+	if opts.StatementTimeout > 0 {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", opts.StatementTimeout.Milliseconds())); err != nil {
+			return out, err
+		}
+	}
+	if out.Results, err = runChecks(ctx, tx, f, checks, nil); err != nil {
+		return out, err
+	}
+	if err := tx.Rollback(); err != nil {
+		return out, err
+	}
+	out.Recorded = recordResults(ctx, db, f.Name(), out.Results, "tested", now.UTC()) == nil
+	return out, nil
+}
+
+// LastResults are the last recorded result of each expectation, by flow.
+func LastResults(ctx context.Context, db *sql.DB) (map[string][]RecordedResult, error) {
+	rows, err := db.QueryContext(ctx, `SELECT flow, name, kind, severity, at, passed, failing, checked_rows, message, samples, outcome, checked_at
+		FROM rwc.expectation_results ORDER BY flow, name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]RecordedResult{}
+	for rows.Next() {
+		var r RecordedResult
+		var flow, at string
+		if err := rows.Scan(&flow, &r.Name, &r.Kind, &r.Severity, &at, &r.Passed, &r.Failing, &r.Checked, &r.Message,
+			pq.Array(&r.Samples), &r.Outcome, &r.CheckedAt); err != nil {
+			return nil, err
+		}
+		r.At = at
+		r.CheckedAt = r.CheckedAt.UTC()
+		out[flow] = append(out[flow], r)
+	}
+	return out, rows.Err()
+}
+
+// RecordedResult is an expectation's last result as the state keeps it:
+// where it was declared then (At, file:line:col), and what the refresh
+// did with it (committed, rolled_back, or tested by rwc test).
+type RecordedResult struct {
+	Name      string    `json:"name"`
+	Kind      string    `json:"kind"`
+	Severity  string    `json:"severity"`
+	At        string    `json:"at"`
+	Passed    bool      `json:"passed"`
+	Failing   int64     `json:"failing"`
+	Checked   int64     `json:"checked_rows"`
+	Message   string    `json:"message"`
+	Samples   []string  `json:"samples,omitempty"`
+	Outcome   string    `json:"outcome"`
+	CheckedAt time.Time `json:"checked_at"`
 }

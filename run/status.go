@@ -80,6 +80,9 @@ type FlowStatus struct {
 	Coverage []ColumnCoverage `json:"coverage,omitempty"`
 	// Capture is how the next refresh will know what changed.
 	Capture Capture `json:"capture"`
+	// Expectations: the last result of each of the flow's expectations
+	// (of a refresh, or of rwc test).
+	Expectations []RecordedResult `json:"expectations,omitempty"`
 }
 
 // Capture is the health of a flow's change capture: the fingerprints its
@@ -163,5 +166,13 @@ func ReadStatus(ctx context.Context, db *sql.DB) (_ Status, err error) {
 		}
 		s.Flows = append(s.Flows, f)
 	}
-	return s, rows.Err()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
+	rows.Close()
+	results, err := LastResults(ctx, db)
+	for i := range s.Flows {
+		s.Flows[i].Expectations = results[s.Flows[i].Flow]
+	}
+	return s, err
 }
