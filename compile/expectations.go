@@ -288,7 +288,7 @@ func (f *Flow) failing(e *Expectation, rc predicate.Resolution) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return "NOT " + sql, nil
+	return predicate.ViolationSQL(sql), nil
 }
 
 // sampleRows fetches up to MaxSamples rows where bad holds, every column
