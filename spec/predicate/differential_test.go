@@ -137,11 +137,11 @@ func TestDifferential(t *testing.T) {
 	cols := diffColumns(t)
 	var (
 		pairs, inWindow, failing, compileFailures, mismatches int
-		zoneDayDiffers                               int
-		goTime, pgTime                               time.Duration
-		slowest                                      time.Duration
-		slowestSQL                                   string
-		features                                     = map[string]int{}
+		zoneDayDiffers                                        int
+		goTime, pgTime                                        time.Duration
+		slowest                                               time.Duration
+		slowestSQL                                            string
+		features                                              = map[string]int{}
 	)
 	for round, rc := range g.res {
 		utcDay, zoneDay := DateOf(rc.Now.UTC()), DateOf(rc.Now.In(rc.loc()))
