@@ -41,6 +41,12 @@ func (rt *refreshTx) expectBefore(ctx context.Context) error {
 // of severity error returns an *ExpectationsFailed, which rolls the
 // refresh back; warnings are printed and committed with it.
 func (rt *refreshTx) expect(ctx context.Context) error {
+	if !rt.f.HasExpectations() {
+		// Results of expectations the spec no longer has are not the
+		// flow's any more (rwc status).
+		_, err := rt.tx.ExecContext(ctx, `DELETE FROM rwc.expectation_results WHERE flow = $1`, rt.f.Name())
+		return err
+	}
 	checks, err := rt.f.Checks(rt.stmts, rt.checkTime())
 	if err != nil || checks.Rows == "" {
 		return err
@@ -256,12 +262,20 @@ func sampleText(names []string, vals []sql.NullString) string {
 	return strings.Join(parts, ", ")
 }
 
-// recordResults keeps each expectation's last result, for rwc status:
-// in the refresh's transaction when it commits, on its own when it rolled
-// back (outcome says which).
+// recordResults keeps each expectation's last result, for rwc status,
+// and forgets those of expectations the flow no longer has: in the
+// refresh's transaction when it commits, on its own when it rolled back
+// (outcome says which).
 func recordResults(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, flow string, results []compile.ExpectationResult, outcome string, at time.Time) error {
+	names := make([]string, len(results))
+	for i, r := range results {
+		names[i] = r.Name
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM rwc.expectation_results WHERE flow = $1 AND NOT (name = ANY($2))`, flow, pq.Array(names)); err != nil {
+		return err
+	}
 	for _, r := range results {
 		samples := r.Samples
 		if samples == nil {
