@@ -390,3 +390,15 @@ type RecordedResult struct {
 	Outcome   string    `json:"outcome"`
 	CheckedAt time.Time `json:"checked_at"`
 }
+
+// eventError is a failed refresh's error as its event keeps it: the
+// expectations' failures are the event's expectations already, so only
+// the first line of theirs.
+func eventError(err error) string {
+	var ef *ExpectationsFailed
+	if errors.As(err, &ef) {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return first
+	}
+	return err.Error()
+}

@@ -438,7 +438,7 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 	if fail.Action == "" {
 		fail.Action = compile.ActionFailed
 	}
-	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, res.Err.Error())
+	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, eventError(res.Err))
 	if len(res.Expectations) > 0 {
 		_ = recordResults(context.WithoutCancel(ctx), r.db, res.Flow, res.Expectations, "rolled_back", res.StartedAt)
 	}
