@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/lib/pq"
@@ -17,6 +18,24 @@ type Expectation struct {
 	// Check is check:'s predicate (nil for the other kinds, and when it
 	// has errors).
 	Check *predicate.Predicate
+	// NotNull: a check that is a test for NULL (check: price != null),
+	// which the predicate language has no words for, checks as not_null.
+	NotNull []string
+}
+
+// nullTest is a check that is "col != null" (or "null != col") alone.
+var nullTest = regexp.MustCompile(`^\s*(?:([a-z_][a-z0-9_]*)\s*!=\s*null|null\s*!=\s*([a-z_][a-z0-9_]*))\s*$`)
+
+// checkHints rewords, for a check, the predicate errors about NULL, whose
+// hints speak of windows.
+func checkHints(ds diag.List, text string) diag.List {
+	if !strings.Contains(strings.ToLower(text), "null") {
+		return ds
+	}
+	for i := range ds {
+		ds[i].Hint = "a check cannot test for NULL inside an expression (a row where it is NULL passes it); write the test as its own expectation, not_null: [column], or check: column != null alone"
+	}
+	return ds
 }
 
 // MaxSamples is how many failing rows (or keys, or partitions) a failure
@@ -33,8 +52,12 @@ func (f *Flow) analyzeExpectations() diag.List {
 		if se.Kind != spec.ExpectCheck {
 			continue
 		}
+		if col := nullTest.FindStringSubmatch(se.Check.Value); col != nil && f.Table.Column(col[1]+col[2]) != nil {
+			e.NotNull = []string{col[1] + col[2]}
+			continue
+		}
 		p, pd := compilePredicate(se.Check, f.Table)
-		ds = append(ds, pd...)
+		ds = append(ds, checkHints(pd, se.Check.Value)...)
 		if p != nil && p.Determinism == predicate.NonDeterministic {
 			ds.Errorf("RW215", se.Check.Pos, "check the rows' own values, e.g. qty >= 0",
 				"expectation %s uses rand(): a check must give the same answer for the same row, in Go and in PostgreSQL", se.Name)
@@ -270,9 +293,9 @@ func (f *Flow) checksOn(w written, rc predicate.Resolution, compare bool) (Check
 // expectation. A check fails where it is false; where it is NULL (a NULL
 // column) it passes, as in a CHECK constraint: not_null says otherwise.
 func (f *Flow) failing(e *Expectation, rc predicate.Resolution) (string, error) {
-	if e.Kind == spec.ExpectNotNull {
-		conds := make([]string, len(e.Columns.Columns))
-		for i, c := range e.Columns.Columns {
+	if cols := e.nullColumns(); cols != nil {
+		conds := make([]string, len(cols))
+		for i, c := range cols {
 			conds[i] = pq.QuoteIdentifier(c) + " IS NULL"
 		}
 		return strings.Join(conds, " OR "), nil
@@ -349,4 +372,16 @@ func relationshipSQL(e *Expectation, from string) (string, string) {
 	q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", from, missing)
 	sample := fmt.Sprintf("SELECT (%s)::text, count(*) FROM %s WHERE %s GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT %d", c, from, missing, MaxSamples)
 	return q, sample
+}
+
+// nullColumns are the columns a not_null expectation (or a check that is a
+// test for NULL) refuses NULL in; nil for any other.
+func (e *Expectation) nullColumns() []string {
+	switch {
+	case e.Kind == spec.ExpectNotNull:
+		return e.Columns.Columns
+	case e.NotNull != nil:
+		return e.NotNull
+	}
+	return nil
 }

@@ -35,6 +35,7 @@ var expectCases = []struct {
 }{
 	{name: "check", passing: "v >= 0", failing: "v < 50", failingRows: 3},
 	{name: "check_current_date", passing: "d <= current_date()", failing: "d < current_date()", failingRows: 2},
+	{name: "check_null", passing: "v != null", failing: "k != null", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
 	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
 	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6},
 	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1},
@@ -49,7 +50,7 @@ func expectYAML(kind, value, severity string) string {
 	key := kind
 	across := ""
 	switch kind {
-	case "check_current_date":
+	case "check_current_date", "check_null":
 		key = "check"
 	case "unique_across_table":
 		key, across = "unique", "        across_table: true\n"
