@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/spec"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
@@ -110,9 +111,9 @@ func failedOf(flow string, results []compile.ExpectationResult) *ExpectationsFai
 // describe is one result as the output shows it: where the expectation
 // is, what failed, and the samples.
 func describe(r compile.ExpectationResult) string {
-	s := fmt.Sprintf("%s: %s expectation %s (%s): %s", r.Pos, r.Severity, r.Name, r.Kind, r.Message)
+	s := fmt.Sprintf("%s: %s expectation %s (%s): %s", r.Pos, r.Severity, r.Name, r.Kind, diag.Visible(r.Message))
 	for _, x := range r.Samples {
-		s += "\n    " + x
+		s += "\n    " + diag.Visible(x) // the target's values: a control character shows as U+FFFD
 	}
 	return s
 }
@@ -255,7 +256,7 @@ func sampleText(names []string, vals []sql.NullString) string {
 	for i, v := range vals {
 		s := "NULL"
 		if v.Valid {
-			s = v.String
+			s = shortValue(v.String)
 		}
 		parts = append(parts, names[i]+"="+s)
 	}
@@ -401,4 +402,15 @@ func eventError(err error) string {
 		return first
 	}
 	return err.Error()
+}
+
+// maxSampleValue bounds a value in a sample row (a document in a jsonb
+// column would drown the failure).
+const maxSampleValue = 120
+
+func shortValue(s string) string {
+	if r := []rune(s); len(r) > maxSampleValue {
+		return string(r[:maxSampleValue]) + "…"
+	}
+	return s
 }
