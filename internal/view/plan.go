@@ -338,7 +338,7 @@ func mdDetails(f compile.FlowPlan) string {
 		d.WriteString("\n")
 	}
 	for _, x := range f.Expectations {
-		fmt.Fprintf(&d, "- expect %s\n", mdText(expectationText(x)))
+		fmt.Fprintf(&d, "- expect %s: %s%s\n", mdCode(x.Name), mdCode(x.Definition), mdText(changeText(x)))
 	}
 	if len(f.Expectations) > 0 {
 		d.WriteString("\n")
@@ -462,12 +462,16 @@ func partitioningText(f compile.FlowPlan) string {
 // expectationText is one expectation in a plan: its name, what it checks,
 // and what changed in it.
 func expectationText(x compile.PlanExpectation) string {
-	s := x.Name + ": " + x.Definition
+	return x.Name + ": " + x.Definition + changeText(x)
+}
+
+// changeText is what changed in an expectation, after it.
+func changeText(x compile.PlanExpectation) string {
 	switch x.Change {
 	case "added":
-		s += " (added)"
+		return " (added)"
 	case "changed":
-		s += " (changed; was " + x.Was + ")"
+		return " (changed; was " + x.Was + ")"
 	}
-	return s
+	return ""
 }
