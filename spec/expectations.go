@@ -231,11 +231,20 @@ func checkExpectColumns(t *Table, e *Expectation) diag.List {
 			unknown(c, e.Columns.ColumnPos[i], e.Kind)
 		case seen[c]:
 			ds.Errorf("RW130", e.Columns.ColumnPos[i], "name each column once", "expectation %s names column %q twice", e.Name, c)
+		case e.Kind == ExpectUnique && noEquality(t.Column(c)):
+			ds.Errorf("RW130", e.Columns.ColumnPos[i], "store the column as jsonb (or text), which compare; or leave it out of unique:",
+				"expectation %s: column %s is %s, which PostgreSQL cannot compare for equality", e.Name, c, t.Column(c).Type.Canonical)
 		}
 		seen[c] = true
 	}
-	if e.Rel != nil && e.Rel.Column != "" && t.Column(e.Rel.Column) == nil {
-		unknown(e.Rel.Column, e.Rel.ColumnPos, "relationships.column")
+	if e.Rel != nil && e.Rel.Column != "" {
+		switch c := t.Column(e.Rel.Column); {
+		case c == nil:
+			unknown(e.Rel.Column, e.Rel.ColumnPos, "relationships.column")
+		case noEquality(c):
+			ds.Errorf("RW130", e.Rel.ColumnPos, "relate a column that compares (jsonb, text, a number, a key)",
+				"expectation %s: column %s is %s, which PostgreSQL cannot compare for equality", e.Name, c.Name, c.Type.Canonical)
+		}
 	}
 	return ds
 }
@@ -270,4 +279,10 @@ func (e *Expectation) Definition() string {
 		s = "nothing"
 	}
 	return s + " (" + e.Severity() + ")"
+}
+
+// noEquality: PostgreSQL has no equality for the column's type (json, xml),
+// so unique: cannot group by it nor relationships: look it up.
+func noEquality(c *Column) bool {
+	return !c.Type.Array && (c.Type.Base == "json" || c.Type.Base == "xml")
 }
