@@ -464,8 +464,14 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if err != nil {
 		return fp, err
 	}
-	if checks.Before != "" {
-		fp.SQL = append(fp.SQL, checks.Before)
+	// The counts before run before the first write, of what it replaces
+	// (the refresh counts them so: see run's expectBefore).
+	first, err := f.Checks(writes[0], rc)
+	if err != nil {
+		return fp, err
+	}
+	if first.Before != "" {
+		fp.SQL = append(fp.SQL, first.Before)
 	}
 	for i, w := range writes {
 		if i == len(writes)-1 {

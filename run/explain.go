@@ -78,6 +78,12 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 				return ex, err
 			}
 			ex.Checks, err = f.Checks(ex.Writes[len(ex.Writes)-1], res)
+			if err != nil {
+				return ex, err
+			}
+			// The counts before the first write, as the refresh makes them.
+			first, err := f.Checks(ex.Writes[0], res)
+			ex.Checks.Before = first.Before
 			return ex, err
 		}
 		ex.Notes = append(ex.Notes, "could not compare the fingerprints ("+err.Error()+"): the statements are the whole window's, which the refresh narrows to the partitions whose source rows changed")

@@ -69,6 +69,9 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			action: compile.ActionRecomputeWindow},
 		{name: "expectations, incremental", sources: dim, before: expected, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
 			spec: expected, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
+		{name: "expectations, a source and the target changed", sources: dim, before: expected,
+			setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'; UPDATE t SET v = 0 WHERE d = '2026-03-09'`,
+			spec:  expected, action: compile.ActionRecomputeWindow},
 		{name: "expectations, partitioned", sources: dim,
 			before: strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1),
 			spec:   strings.Replace(strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1), "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
@@ -121,6 +124,9 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 						t.Errorf("rwc refresh --explain does not print the plan's\n%s\nit printed:\n%s", stmt, explained)
 					}
 				}
+			}
+			if strings.HasSuffix(tc.name, "a source and the target changed") && !slices.ContainsFunc(fp.Notes, func(n string) bool { return strings.Contains(n, "on top") }) {
+				t.Errorf("the plan does not write the whole window on top of the changed partitions: %v", fp.Notes)
 			}
 			checks := slices.ContainsFunc(fp.SQL, func(s string) bool { return strings.Contains(s, "count(*) FILTER (WHERE") })
 			if checks != strings.HasPrefix(tc.name, "expectations") {
