@@ -9,6 +9,10 @@
 // the first, which VACUUM after each refresh is meant to keep within 1.2×
 // (-repeat).
 //
+// -expectations compares the 7-day window's refresh of a flow with five
+// typical expectations (expect:) with the same refresh without them,
+// alternating round by round.
+//
 // -baseline BIN also compares the rwc binary with BIN (an earlier commit's
 // build), alternating them round by round on the same data.
 //
@@ -75,6 +79,7 @@ func main() {
 	rwcBin := flag.String("rwc", "bin/rwc", "the rwc binary to measure")
 	layout := flag.String("layout", "clustered", `fact rows on disk: "clustered" by date (loaded day by day) or "scattered" (each page holds every day)`)
 	incremental := flag.Bool("incremental", true, "also compare an incremental refresh after one late-arriving day with a whole-window recompute")
+	expectations := flag.Bool("expectations", true, "also compare the 7-day window's refresh with five typical expectations against the same refresh without them")
 	repeat := flag.Int("repeat", 100, "also run this many whole-window recomputes in a row and compare the last with the first (0: skip)")
 	baseline := flag.String("baseline", "", "another rwc binary (an earlier commit's) to compare -rwc with, round by round on the same data")
 	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
@@ -96,7 +101,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
 	}
-	if err := bench(*rows, *rounds, *rwcBin, *baseline, *layout, *incremental, *repeat, *readerRounds); err != nil {
+	if err := bench(*rows, *rounds, *rwcBin, *baseline, *layout, *incremental, *repeat, *readerRounds, *expectations); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -111,7 +116,7 @@ var layouts = map[string]string{
 	"scattered": "current_date - (i % 365)",
 }
 
-func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, repeat, readerRounds int) error {
+func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, repeat, readerRounds int, expectations bool) error {
 	dateOf := layouts[layout]
 	ctx := context.Background()
 	rwcBin, err := filepath.Abs(rwcBin)
@@ -162,10 +167,16 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
 		return err
 	}
+	// targetOf sets up flow (a copy of sales_enriched, as spec says) and
+	// returns how bin applies it; target with the bench's spec. Both apply
+	// it: the first apply creates the target and fills its window,
+	// and the target then holds the same history as hand_enriched.
+	var targetOf func(bin, flow, spec string) (func() error, error)
 	// target sets up flow (a copy of sales_enriched) and returns how bin
 	// applies it: the first apply creates the target and fills its window,
 	// and the target then holds the same history as hand_enriched.
-	target := func(bin, flow string) (func() error, error) {
+	target := func(bin, flow string) (func() error, error) { return targetOf(bin, flow, spec) }
+	targetOf = func(bin, flow, spec string) (func() error, error) {
 		specDir := filepath.Join(tmp, "pipelines-"+flow)
 		if err := os.MkdirAll(specDir, 0o755); err != nil {
 			return nil, err
@@ -290,6 +301,15 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	}
 	if incremental {
 		if err := benchIncremental(ctx, db, rows, rounds, rwc, touchDim); err != nil {
+			return err
+		}
+	}
+	if expectations {
+		expected, err := targetOf(rwcBin, "sales_expected", expectedSpec)
+		if err != nil {
+			return err
+		}
+		if err := benchExpectations(ctx, db, rounds, rwc, expected, touchDim); err != nil {
 			return err
 		}
 	}

@@ -27,8 +27,10 @@ type Flow struct {
 	// DependsOn are the flows whose targets this flow's query reads.
 	DependsOn []*Flow
 	// indexes: see Indexes.
-	indexes         []Index
-	partitioned     bool // partitioning: passed lint (see Partitioned)
+	indexes     []Index
+	partitioned bool // partitioning: passed lint (see Partitioned)
+	// Expectations are the table's expect:, compiled, in the order written.
+	Expectations    []*Expectation
 	fingerprintOnce sync.Once
 	fingerprint     string
 	pushed          sync.Map // pushedQuery's answers, by pushKey
@@ -183,6 +185,7 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 	}
 	ds = append(ds, f.analyzeIndexes()...)
 	ds = append(ds, f.analyzePartitioning()...)
+	ds = append(ds, f.analyzeExpectations()...)
 	if strings.TrimSpace(t.Query.Value) != "" {
 		a, err := query.Analyze(t.Query.Value)
 		if err != nil {

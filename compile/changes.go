@@ -28,13 +28,19 @@ const (
 	ChangeIndexAdded
 	ChangeIndexDropped
 	ChangeIndexChanged
+	// The expectation kinds name the expectation (Change.Column): an
+	// expectation reads rows, it never changes one.
+	ChangeExpectationAdded
+	ChangeExpectationRemoved
+	ChangeExpectationChanged
 )
 
 // changeWords are the plan's words for each kind, its JSON included; a
 // column change adds ":" and the column.
 var changeWords = [...]string{"new", "removed", "query_changed", "properties_changed",
 	"predicate_widened", "predicate_narrowed", "predicate_rewritten", "predicate_not_comparable",
-	"column_added", "column_dropped", "column_retyped", "index_added", "index_dropped", "index_changed"}
+	"column_added", "column_dropped", "column_retyped", "index_added", "index_dropped", "index_changed",
+	"expectation_added", "expectation_removed", "expectation_changed"}
 
 // Change is one change to a flow's definition.
 type Change struct {

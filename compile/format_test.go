@@ -80,6 +80,9 @@ func meaning(p *Project) string {
 		for _, ix := range t.Indexes {
 			fmt.Fprintf(&b, "  index %v unique %v using %q where %q\n", ix.Columns, ix.Unique, ix.Using, ix.Where.Value)
 		}
+		for _, e := range f.Expectations {
+			fmt.Fprintf(&b, "  expect %s %s\n", e.Name, e.Definition())
+		}
 		fmt.Fprintf(&b, "  query %q\n  fingerprint %s\n", t.Query.Value, f.Fingerprint())
 		var deps []string
 		for _, d := range f.DependsOn {

@@ -89,7 +89,9 @@ type FlowPlan struct {
 	Swapped      []string          `json:"swapped,omitempty"`
 	// Indexes: what becomes of the target's indexes (planIndexes).
 	Indexes []IndexChange `json:"indexes,omitempty"`
-	Notes   []string      `json:"notes,omitempty"`
+	// Expectations: the flow's expect:, and what changed in them.
+	Expectations []PlanExpectation `json:"expectations,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
 }
 
 // RowCounts is what a refresh would delete, counted on the target now,
@@ -457,7 +459,25 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.SQL = append(fp.SQL, count)
 		fp.RowsLost = in.CountLost(f, []string{count})
 	}
-	for _, w := range writes {
+	fp.Expectations = planExpectations(f, old)
+	checks, err := f.Checks(writes[len(writes)-1], rc)
+	if err != nil {
+		return fp, err
+	}
+	// The counts before run before the first write, of what it replaces
+	// (the refresh counts them so: see run's expectBefore).
+	first, err := f.Checks(writes[0], rc)
+	if err != nil {
+		return fp, err
+	}
+	if first.Before != "" {
+		fp.SQL = append(fp.SQL, first.Before)
+	}
+	for i, w := range writes {
+		if i == len(writes)-1 {
+			fp.SQL = append(fp.SQL, checks.Within(w)...)
+			continue
+		}
 		fp.SQL = append(fp.SQL, w.List()...)
 	}
 	if in.Rows != nil && !dec.Unchanged {

@@ -196,11 +196,15 @@ func baseVariant(t *testing.T) fstest.MapFS {
 	// clickstream had bounce_rate instead of sessions (column_added,
 	// column_dropped, query_changed).
 	// It had no index either (index_added: the default now).
-	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(edit(read("clickstream.yaml"),
+	// Its expectation checked views then (expectation_changed).
+	m["clickstream.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(edit(edit(read("clickstream.yaml"),
 		"      sessions: bigint\n", "      bounce_rate: double precision\n"), "    query: |", "    indexes: []\n    query: |"),
-		"count(DISTINCT session_id) AS sessions", "avg(bounced::int)::float8 AS bounce_rate"))}
-	// orders had a narrower window (predicate widened since).
-	m["orders.yaml"] = &fstest.MapFile{Data: []byte(edit(read("orders.yaml"), "-7)", "-3)"))}
+		"count(DISTINCT session_id) AS sessions", "avg(bounced::int)::float8 AS bounce_rate"),
+		"check: sessions <= views", "check: views >= 0"))}
+	// orders had a narrower window (predicate widened since), and no
+	// row-count expectation (expectation_added).
+	m["orders.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(read("orders.yaml"), "-7)", "-3)"),
+		"      each_day_loaded:\n        rows: {min: 1, max_change: 50%}\n        severity: warn\n", ""))}
 	// sales: reset was allowed, and orders was an integer (retyped).
 	m["sales.yaml"] = &fstest.MapFile{Data: []byte(edit(edit(read("sales.yaml"), "reset_allowed: false", "reset_allowed: true"),
 		"orders: bigint", "orders: integer"))}

@@ -46,6 +46,7 @@ func classify(old, f *compile.Flow, rc predicate.Resolution) compile.Definition 
 		d.Changes = append(d.Changes, c.AsChange())
 	}
 	d.Changes = append(d.Changes, f.IndexDefinitionChanges(old)...)
+	d.Changes = append(d.Changes, f.ExpectationChanges(old)...)
 	if old.Table.ResetAllowed != f.Table.ResetAllowed || old.PartitionBy != f.PartitionBy {
 		add(compile.ChangeProperties)
 	}

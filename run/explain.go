@@ -29,6 +29,9 @@ type Explained struct {
 	// Notes: what could not be observed, and what was assumed instead, as
 	// rwc plan notes it.
 	Notes []string
+	// Checks: the flow's expectations, checked on what the last write
+	// writes (compile.Flow.Checks).
+	Checks compile.Checks
 }
 
 // Explain decides req as a refresh would, now; db nil: without a database.
@@ -71,6 +74,16 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 		if err == nil {
 			ex.Decision, ex.Writes, err = f.CaptureWrites(ex.Decision, window, resolved, found, in.Observed)
 			ex.Window = resolved.Root.CEL()
+			if err != nil {
+				return ex, err
+			}
+			ex.Checks, err = f.Checks(ex.Writes[len(ex.Writes)-1], res)
+			if err != nil {
+				return ex, err
+			}
+			// The counts before the first write, as the refresh makes them.
+			first, err := f.Checks(ex.Writes[0], res)
+			ex.Checks.Before = first.Before
 			return ex, err
 		}
 		ex.Notes = append(ex.Notes, "could not compare the fingerprints ("+err.Error()+"): the statements are the whole window's, which the refresh narrows to the partitions whose source rows changed")
@@ -81,7 +94,8 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	}
 	ex.Writes = []compile.Statements{s}
 	ex.Window = resolved.Root.CEL()
-	return ex, nil
+	ex.Checks, err = f.Checks(s, res)
+	return ex, err
 }
 
 // observe fills in what the decision observes of the database: the flow's

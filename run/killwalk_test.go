@@ -223,6 +223,32 @@ batch: 2d
 		},
 	},
 	{
+		// Expectations checked after the write and before the commit (a
+		// warning among them, so that all of them run): a kill at any of
+		// their statements leaves the target as before.
+		name:    "incremental refresh with expectations",
+		targets: []string{"public.t"},
+		seed:    walkSeed,
+		specs: map[string]string{"p.yaml": strings.Replace(copySpec("    partition_by: d\n", "", "SELECT d, k, v FROM ev"), "    columns:", `    expect:
+      positive:
+        check: v >= 0
+      keyed:
+        unique: [d, k]
+        across_table: true
+      steady:
+        rows: {min: 1, max_change: 10%}
+        severity: warn
+    columns:`, 1)},
+		between: walkChange,
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		check: func(t *testing.T, db *sql.DB) {
+			events("t incremental")(t, db)
+			if got := pgtest.Rows(t, db, `SELECT name, passed FROM rwc.expectation_results ORDER BY name`); fmt.Sprint(got) != "[(keyed,t) (positive,t) (steady,f)]" {
+				t.Fatalf("the uncut run's expectations: %v", got)
+			}
+		},
+	},
+	{
 		// Rows outside the window (DML) are lost by --full, kept by apply.
 		name:    "refresh --full",
 		targets: []string{"public.t"},
@@ -684,6 +710,11 @@ func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 			set[b.N-1] = true
 		}
 		if w.writesTarget(b.SQL) && b.SQL != prev {
+			set[b.N] = true
+		}
+		// Each expectation's check, which runs after the write and
+		// before the commit.
+		if strings.Contains(b.SQL, "\n) AS w") {
 			set[b.N] = true
 		}
 		prev = b.SQL

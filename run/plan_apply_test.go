@@ -21,6 +21,22 @@ import (
 func TestPlanIsWhatApplySends(t *testing.T) {
 	t.Parallel()
 	rwcBinary(t)
+	// Expectations of every kind: the checks the plan shows are those the
+	// refresh sends (the samples only when one fails: none does here).
+	dim := `CREATE TABLE dim (k text); INSERT INTO dim VALUES ('a'), ('b')`
+	expected := withExpect(wholeSpec, `      positive:
+        check: v >= 0 && d <= current_date()
+      keyed:
+        not_null: [d, k]
+      one_per_day:
+        unique: [d, k]
+        across_table: true
+      steady:
+        rows: {min: 1, max_change: 90%}
+      known:
+        relationships: {column: k, to: dim.k}
+        severity: warn
+`)
 	protected := strings.Replace(wholeSpec, "    columns:", "    properties:\n      reset_allowed: false\n    columns:", 1)
 	for _, tc := range []struct {
 		name    string
@@ -49,6 +65,17 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			INSERT INTO evts VALUES ('2026-03-01 10:00', 1), ('2026-02-28 12:00', 2), ('2026-03-02', 3)`,
 			spec:   "pipeline: p\ntables:\n  t:\n    replace_where: d <= date('2026-03-01')\n    columns:\n      d: date\n      v: integer\n    query: SELECT d, v FROM evts\n",
 			action: compile.ActionCreate},
+		{name: "expectations, window", sources: dim, before: wholeSpec, spec: strings.Replace(expected, "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
+			action: compile.ActionRecomputeWindow},
+		{name: "expectations, incremental", sources: dim, before: expected, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
+			spec: expected, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
+		{name: "expectations, a source and the target changed", sources: dim, before: expected,
+			setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'; UPDATE t SET v = 0 WHERE d = '2026-03-09'`,
+			spec:  expected, action: compile.ActionRecomputeWindow},
+		{name: "expectations, partitioned", sources: dim,
+			before: strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1),
+			spec:   strings.Replace(strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1), "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
+			action: compile.ActionRecomputeWindow},
 		{name: "incremental, one day changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
 			spec: wholeSpec, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
 		{name: "incremental, two days changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d IN ('2026-03-06', '2026-03-09'); DELETE FROM ev WHERE d = '2026-03-10'`,
@@ -98,7 +125,19 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 					}
 				}
 			}
+			if strings.HasSuffix(tc.name, "a source and the target changed") && !slices.ContainsFunc(fp.Notes, func(n string) bool { return strings.Contains(n, "on top") }) {
+				t.Errorf("the plan does not write the whole window on top of the changed partitions: %v", fp.Notes)
+			}
+			checks := slices.ContainsFunc(fp.SQL, func(s string) bool { return strings.Contains(s, "count(*) FILTER (WHERE") })
+			if checks != strings.HasPrefix(tc.name, "expectations") {
+				t.Errorf("the plan shows expectation checks: %v:\n%s", checks, strings.Join(fp.SQL, "\n"))
+			}
 			sent := appliedThroughProxy(t, e, file, tc.flag)
+			for _, s := range sent {
+				if strings.Contains(s, "\n) AS w") && !slices.Contains(fp.SQL, s) {
+					t.Errorf("rwc apply sent checks the plan does not show:\n%s", s)
+				}
+			}
 			if tc.nothing && slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, `DELETE FROM "public"."t"`) }) {
 				t.Errorf("rwc apply deleted from the target, whose plan writes nothing:\n%s", strings.Join(sent, "\n---\n"))
 			}

@@ -115,6 +115,9 @@ type Outcome struct {
 	StartedAt    time.Time        `json:"started_at"`
 	// Backfill: the backfill file the refresh ran for (nil: none).
 	Backfill *BackfillNote `json:"backfill,omitempty"`
+	// Expectations: how each of the flow's expectations fared on the rows
+	// the refresh wrote (none: it has none, or wrote nothing).
+	Expectations []compile.ExpectationResult `json:"expectations,omitempty"`
 }
 
 // Result is what one refresh did; it is also the event log's record.
@@ -411,6 +414,9 @@ func insertEvent(ctx context.Context, q interface {
 	if res.Backfill != nil {
 		m["backfill"] = res.Backfill
 	}
+	if len(res.Expectations) > 0 {
+		m["expectations"] = res.Expectations
+	}
 	details, _ := json.Marshal(m)
 	// The event keeps a copy of the flow's target as rwc.flows records it
 	// (targetEvidence): what shows, should that row be lost, that rwc
@@ -432,7 +438,10 @@ func (r *Runner) recordFailure(ctx context.Context, res *Result) {
 	if fail.Action == "" {
 		fail.Action = compile.ActionFailed
 	}
-	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, res.Err.Error())
+	_ = insertEvent(context.WithoutCancel(ctx), r.db, eventKindRefreshFailed, &fail, res.Duration, eventError(res.Err))
+	if len(res.Expectations) > 0 {
+		_ = recordResults(context.WithoutCancel(ctx), r.db, res.Flow, res.Expectations, "rolled_back", res.StartedAt)
+	}
 }
 
 // maxAttempts bounds the refreshes of one flow that a concurrent writer

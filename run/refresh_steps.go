@@ -40,7 +40,13 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err := rt.capture(ctx, spare); err != nil {
 		return err
 	}
+	if err := rt.expectBefore(ctx); err != nil {
+		return err
+	}
 	if err := rt.write(ctx); err != nil {
+		return err
+	}
+	if err := rt.expect(ctx); err != nil {
 		return err
 	}
 	churn, err := rt.store(ctx)
@@ -87,6 +93,7 @@ type refreshTx struct {
 	storeTarget bool
 	fpWindow    *predicate.Predicate
 	dirtyBefore []string
+	ex          *expecting // the expectations' counts before the write
 }
 
 // begin starts the refresh's transaction: one snapshot for the whole

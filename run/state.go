@@ -13,7 +13,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add (or drop what can no longer be read); an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 5
+const stateVersion = 6
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -106,6 +106,23 @@ var migrations = []string{
 	// one's next refresh recomputes its window once, as after migration 4.
 	`DELETE FROM rwc.fingerprints WHERE flow IN
 		(SELECT flow FROM rwc.fingerprints WHERE source = '' AND NOT whole AND n = -1);`,
+	// 6: the last result of each expectation (run/expectations.go), for
+	// rwc status; each refresh's results are in its event too.
+	`CREATE TABLE rwc.expectation_results (
+		flow         text NOT NULL,
+		name         text NOT NULL,
+		kind         text NOT NULL,
+		severity     text NOT NULL,
+		at           text NOT NULL,
+		passed       boolean NOT NULL,
+		failing      bigint NOT NULL,
+		checked_rows bigint NOT NULL,
+		message      text NOT NULL,
+		samples      text[] NOT NULL DEFAULT '{}',
+		outcome      text NOT NULL,
+		checked_at   timestamptz NOT NULL,
+		PRIMARY KEY (flow, name)
+	);`,
 }
 
 // migrateLock serialises concurrent migrations (two `rwc apply` at once on

@@ -377,6 +377,8 @@ func repairText(p schemaProblem) string {
 			return "recreates it, empty: until the next rwc apply records a deployment, rwc plan has no deployed specs to diff against"
 		case "backfills", "backfill_batches":
 			return "recreates it, empty: the ledger of applied backfill files is lost, so rwc apply would run every backfill file in the specs again; remove the applied ones from pipelines/backfills first"
+		case "expectation_results":
+			return "recreates it, empty: rwc status shows no expectation results until the next refresh (or rwc test) checks them; the event log keeps each refresh's"
 		case "schema_version":
 			return fmt.Sprintf("recreates it at version %d, and clears the fingerprints", stateVersion)
 		}

@@ -126,6 +126,22 @@ var stateSchema = []stateTable{
 			{name: "committed_at", typ: "timestamp with time zone"},
 		},
 		keys: []stateKey{{kind: "primary key", cols: []string{"path", "batch"}}, {kind: "foreign key", cols: []string{"path"}, ref: "backfills"}}},
+	{name: "expectation_results", since: 6, what: "the last result of each expectation",
+		columns: []stateColumn{
+			{name: "flow", typ: "text", notNull: true},
+			{name: "name", typ: "text", notNull: true},
+			{name: "kind", typ: "text", notNull: true},
+			{name: "severity", typ: "text", notNull: true},
+			{name: "at", typ: "text", notNull: true},
+			{name: "passed", typ: "boolean", notNull: true},
+			{name: "failing", typ: "bigint", notNull: true},
+			{name: "checked_rows", typ: "bigint", notNull: true},
+			{name: "message", typ: "text", notNull: true},
+			{name: "samples", typ: "text[]", notNull: true, def: "'{}'"},
+			{name: "outcome", typ: "text", notNull: true},
+			{name: "checked_at", typ: "timestamp with time zone", notNull: true},
+		},
+		keys: []stateKey{{kind: "primary key", cols: []string{"flow", "name"}}}},
 }
 
 // flowIdentity are the columns of rwc.flows that say which table a flow's

@@ -26,7 +26,7 @@ func Events(ctx context.Context, db *sql.DB, flow string, limit int) (_ []Event,
 	rows, err := db.QueryContext(ctx, `SELECT * FROM (
 		SELECT id, flow, kind, action, reasons, coalesce(predicate_cel, ''), coalesce(predicate_sql, ''),
 			coalesce(rows_deleted, 0), coalesce(rows_inserted, 0), started_at, duration_ms, coalesce(error, ''),
-			details->'backfill'
+			details->'backfill', details->'expectations'
 		FROM rwc.events WHERE $1 = '' OR flow = $1 ORDER BY id DESC LIMIT $2) e ORDER BY id`, flow, limit)
 	if err != nil {
 		return nil, err
@@ -35,10 +35,10 @@ func Events(ctx context.Context, db *sql.DB, flow string, limit int) (_ []Event,
 	var out []Event
 	for rows.Next() {
 		var e Event
-		var backfill []byte
+		var backfill, expectations []byte
 		var reasons []string // the words as logged, retired ones too
 		if err := rows.Scan(&e.ID, &e.Flow, &e.Kind, &e.Action, pq.Array(&reasons), &e.PredicateCEL, &e.PredicateSQL,
-			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error, &backfill); err != nil {
+			&e.RowsDeleted, &e.RowsInserted, &e.StartedAt, &e.DurationMS, &e.Error, &backfill, &expectations); err != nil {
 			return nil, err
 		}
 		e.Reasons = make([]compile.Reason, len(reasons))
@@ -49,6 +49,11 @@ func Events(ctx context.Context, db *sql.DB, flow string, limit int) (_ []Event,
 			e.Backfill = &BackfillNote{}
 			if err := json.Unmarshal(backfill, e.Backfill); err != nil {
 				return nil, fmt.Errorf("event %d: backfill: %v", e.ID, err)
+			}
+		}
+		if expectations != nil {
+			if err := json.Unmarshal(expectations, &e.Expectations); err != nil {
+				return nil, fmt.Errorf("event %d: expectations: %v", e.ID, err)
 			}
 		}
 		e.StartedAt = e.StartedAt.UTC()
@@ -75,6 +80,9 @@ type FlowStatus struct {
 	Coverage []ColumnCoverage `json:"coverage,omitempty"`
 	// Capture is how the next refresh will know what changed.
 	Capture Capture `json:"capture"`
+	// Expectations: the last result of each of the flow's expectations
+	// (of a refresh, or of rwc test).
+	Expectations []RecordedResult `json:"expectations,omitempty"`
 }
 
 // Capture is the health of a flow's change capture: the fingerprints its
@@ -158,5 +166,13 @@ func ReadStatus(ctx context.Context, db *sql.DB) (_ Status, err error) {
 		}
 		s.Flows = append(s.Flows, f)
 	}
-	return s, rows.Err()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
+	rows.Close()
+	results, err := LastResults(ctx, db)
+	for i := range s.Flows {
+		s.Flows[i].Expectations = results[s.Flows[i].Flow]
+	}
+	return s, err
 }

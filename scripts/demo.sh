@@ -39,6 +39,16 @@ psql -X "$url" -c "SELECT c.relname AS partition, pg_get_expr(c.relpartbound, c.
   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'analytics.order_lines_daily'::regclass ORDER BY 1"
 $rwc events order_lines_daily
 
+step "a bad upstream load: yesterday's quantities arrive negative; the expectation qty_positive fails inside the refresh's transaction, which rolls back"
+psql -q -X "$url" -c "UPDATE orders_fct SET qty = -qty WHERE date = current_date - 1"
+$rwc apply --allow-dirty || echo "(rwc apply exited $?: orders_enriched rolled back; the other flows committed)"
+psql -X "$url" -c "SELECT count(*) FILTER (WHERE qty <= 0) AS negative_rows_readers_see, count(*) AS rows_of_yesterday FROM analytics.orders_enriched WHERE date = current_date - 1"
+$rwc events orders_enriched --limit 1
+step "upstream fixed: the next apply recomputes yesterday and the expectations pass"
+psql -q -X "$url" -c "UPDATE orders_fct SET qty = -qty WHERE date = current_date - 1"
+$rwc apply --allow-dirty
+$rwc test pipelines orders_enriched
+
 step "a one-off recompute of 18 older days of the clickstream, in batches of 7 days"
 $rwc refresh pipelines clickstream_daily --where "event_date >= date_add(current_date(), -20) && event_date <= date_add(current_date(), -3)" --batch 7d --allow-dirty
 

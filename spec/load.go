@@ -24,7 +24,7 @@ const BackfillDir = "backfills"
 
 var allowedKeys = map[string][]string{
 	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys, "index": IndexKeys,
-	"partitioning": PartitioningKeys,
+	"partitioning": PartitioningKeys, "expectation": ExpectationKeys, "rows": RowsKeys, "relationships": RelationshipKeys,
 }
 
 // Load reads every pipeline (dir/*.yaml) and backfill (dir/backfills/*.yaml)
@@ -251,10 +251,17 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 			t.PrimaryKey = &k
 		case "partitioning":
 			t.Partitioning = loadPartitioning(key, val, file)
+		case "expect":
+			var ed diag.List
+			t.Expect, ed = loadExpectations(val, src, file)
+			ds = append(ds, ed...)
 		}
 	}
 	ds = append(ds, checkColumns(t)...)
 	ds = append(ds, checkKeys(t)...)
+	for _, e := range t.Expect {
+		ds = append(ds, checkExpectColumns(t, e)...)
+	}
 	if t.PartitionBy != "" && t.Column(t.PartitionBy) == nil {
 		ds.Errorf("RW108", t.PartitionPos, "partition_by names one of the table's columns: "+columnNames(t),
 			"partition_by %q is not a column of %s", t.PartitionBy, t.Name)

@@ -47,6 +47,8 @@ type Table struct {
 	PrimaryKey *Key
 	// Partitioning makes the target a partitioned table (nil: a plain one).
 	Partitioning *Partitioning
+	// Expect are the table's expectations, in the order written.
+	Expect []*Expectation
 }
 
 // Partitioning is partitioning: range partitions of the target on a date
@@ -115,7 +117,7 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "expect"}
 	PropertyKeys = []string{"reset_allowed"}
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	// PartitioningKeys are partitioning:'s.

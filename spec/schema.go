@@ -263,6 +263,10 @@ func objectContext(path []string) string {
 		return "index"
 	case len(path) == 3 && path[2] == "partitioning":
 		return "partitioning"
+	case len(path) == 4 && path[2] == "expect":
+		return "expectation"
+	case len(path) == 5 && path[2] == "expect" && (path[4] == "rows" || path[4] == "relationships"):
+		return path[4]
 	}
 	return strings.Join(path, ".")
 }

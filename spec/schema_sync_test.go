@@ -30,6 +30,9 @@ func TestSchemasMatchLoader(t *testing.T) {
 		{"properties", dig(t, table, "properties", "properties"), PropertyKeys},
 		{"index", dig(t, pipeline, "$defs", "index"), IndexKeys},
 		{"partitioning", dig(t, pipeline, "$defs", "partitioning"), PartitioningKeys},
+		{"expectation", dig(t, pipeline, "$defs", "expectation"), ExpectationKeys},
+		{"rows", dig(t, pipeline, "$defs", "rows"), RowsKeys},
+		{"relationships", dig(t, pipeline, "$defs", "relationships"), RelationshipKeys},
 		{"backfill", backfill, BackfillKeys},
 	} {
 		if c.schema["additionalProperties"] != false {

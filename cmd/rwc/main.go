@@ -119,7 +119,8 @@ command is given one, else ./pipelines).`,
 	root.PersistentFlags().BoolVar(&g.noColor, "no-color", false, "no colours, even on a terminal (as NO_COLOR set to anything does)")
 	root.SetVersionTemplate(strings.ReplaceAll(version.Long(), "{{", "{{`{{`}}"))
 	root.Flags().Bool("version", false, "print rwc's version, the commit it was built from and its Go version")
-	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newStateCmd(g), newLocalCmd(g), newGraphCmd(g), newInitCmd(g), newFmtCmd(g), newExplainCmd(g), newImportCmd(g), newExportCmd(g))
+	root.AddCommand(newLintCmd(g), newPlanCmd(g), newApplyCmd(g), newRefreshCmd(g), newBackfillCmd(g), newStatusCmd(g), newEventsCmd(g), newStateCmd(g), newLocalCmd(g), newGraphCmd(g), newInitCmd(g), newFmtCmd(g), newExplainCmd(g),
+		newTestCmd(g), newImportCmd(g), newExportCmd(g))
 	return root
 }
 

@@ -40,11 +40,18 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 		}
 	}
 	fmt.Fprintf(w, "BEGIN;\n")
+	if ex.Checks.Before != "" {
+		fmt.Fprintf(w, "-- expectations: the rows the write replaces, per partition (rows.max_change compares with them)\n%s;\n", diag.VisibleLines(ex.Checks.Before))
+	}
 	for i, s := range ex.Writes {
 		if i > 0 {
 			fmt.Fprintf(w, "-- the target was changed outside rwc within the window: the whole window, on top\n")
 		}
-		for _, st := range s.List() {
+		list := s.List()
+		if i == len(ex.Writes)-1 && len(ex.Checks.After()) > 0 {
+			list = ex.Checks.Within(s)
+		}
+		for _, st := range list {
 			fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st)) // a control character of a spec's shows as U+FFFD
 		}
 	}

@@ -82,6 +82,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		for _, c := range f.Indexes {
 			fmt.Fprintf(w, "      %s\n", diag.Visible(c.String()))
 		}
+		for _, x := range f.Expectations {
+			fmt.Fprintf(w, "      expect %s\n", diag.Visible(expectationText(x)))
+		}
 		for _, n := range f.Notes {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "note:"), diag.Visible(n))
 		}
@@ -334,6 +337,12 @@ func mdDetails(f compile.FlowPlan) string {
 	if len(f.Indexes) > 0 {
 		d.WriteString("\n")
 	}
+	for _, x := range f.Expectations {
+		fmt.Fprintf(&d, "- expect %s: %s%s\n", mdCode(x.Name), mdCode(x.Definition), mdText(changeText(x)))
+	}
+	if len(f.Expectations) > 0 {
+		d.WriteString("\n")
+	}
 	for _, n := range f.Notes {
 		fmt.Fprintf(&d, "> **Note:** %s\n\n", mdText(n))
 	}
@@ -448,4 +457,21 @@ func partitioningText(f compile.FlowPlan) string {
 	default:
 		return fmt.Sprintf("%s; swaps in %d partitions, %s to %s", s, n, f.Swapped[0], f.Swapped[n-1])
 	}
+}
+
+// expectationText is one expectation in a plan: its name, what it checks,
+// and what changed in it.
+func expectationText(x compile.PlanExpectation) string {
+	return x.Name + ": " + x.Definition + changeText(x)
+}
+
+// changeText is what changed in an expectation, after it.
+func changeText(x compile.PlanExpectation) string {
+	switch x.Change {
+	case "added":
+		return " (added)"
+	case "changed":
+		return " (changed; was " + x.Was + ")"
+	}
+	return ""
 }

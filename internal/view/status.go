@@ -58,6 +58,7 @@ func Status(w io.Writer, st run.Status) error {
 	for _, f := range st.Flows {
 		writeCoverage(w, f)
 	}
+	writeExpectations(w, st.Flows)
 	writeLedger(w, st.Backfills)
 	return nil
 }
@@ -148,6 +149,9 @@ func Events(w io.Writer, evs []run.Event, width int) error {
 		}
 		if b := e.Backfill; b != nil {
 			writeWrapped(w, "  backfill: ", diag.Visible(fmt.Sprintf("%s %d/%d: %s", b.File, b.Batch, b.Of, strings.Join(strings.Fields(b.Reason), " "))), width)
+		}
+		for _, x := range e.Expectations {
+			writeWrapped(w, "  expect: ", diag.Visible(resultLine(x)), width)
 		}
 		if e.Error != "" {
 			writeWrapped(w, "  error: ", diag.Visible(strings.Join(strings.Fields(e.Error), " ")), width)

@@ -136,12 +136,12 @@ func TestDifferential(t *testing.T) {
 
 	cols := diffColumns(t)
 	var (
-		pairs, inWindow, compileFailures, mismatches int
-		zoneDayDiffers                               int
-		goTime, pgTime                               time.Duration
-		slowest                                      time.Duration
-		slowestSQL                                   string
-		features                                     = map[string]int{}
+		pairs, inWindow, failing, compileFailures, mismatches int
+		zoneDayDiffers                                        int
+		goTime, pgTime                                        time.Duration
+		slowest                                               time.Duration
+		slowestSQL                                            string
+		features                                              = map[string]int{}
 	)
 	for round, rc := range g.res {
 		utcDay, zoneDay := DateOf(rc.Now.UTC()), DateOf(rc.Now.In(rc.loc()))
@@ -174,10 +174,18 @@ func TestDifferential(t *testing.T) {
 			if strings.Contains(where, "random()") {
 				t.Fatalf("generator produced a non-deterministic predicate: %s", text)
 			}
-			goIn := map[int64]bool{}
+			goIn, goFails := map[int64]bool{}, map[int64]bool{}
 			t0 := time.Now()
 			for i, row := range rows {
 				id := int64(i + 1)
+				fails, err := p.Violates(row, rc)
+				if err != nil {
+					t.Fatalf("seed %d: Violates(%s) on row %d: %v\n  row: %s", seed, text, id, err, fmtRow(row))
+				}
+				if fails {
+					goFails[id] = true
+					failing++
+				}
 				a, err := p.Eval(row, rc)
 				if err != nil {
 					t.Fatalf("seed %d: Eval(%s) on row %d: %v\n  row: %s", seed, text, id, err, fmtRow(row))
@@ -208,6 +216,18 @@ func TestDifferential(t *testing.T) {
 				if err != nil {
 					t.Fatalf("seed %d: PostgreSQL rejected the SQL of %s\n  SQL: %s\n  %v", seed, text, where, err)
 				}
+				// As an expectation's check: the rows it fails.
+				pgFails, err := selectIDs(ctx, c, "SELECT id FROM diff WHERE "+ViolationSQL(where))
+				if err != nil {
+					t.Fatalf("seed %d: PostgreSQL rejected the check SQL of %s\n  SQL: %s\n  %v", seed, text, ViolationSQL(where), err)
+				}
+				for i, row := range rows {
+					if id := int64(i + 1); goFails[id] != pgFails[id] {
+						mismatches++
+						t.Errorf("seed %d, round %d: CHECK MISMATCH on row %d (session TimeZone %s)\n  check: %s\n  SQL:   %s\n  row: %s\n  Go fails it: %v, PostgreSQL: %v",
+							seed, round, id, zones[zi], text, ViolationSQL(where), fmtRow(row), goFails[id], pgFails[id])
+					}
+				}
 				for i, row := range rows {
 					if id := int64(i + 1); goIn[id] != pgIn[id] {
 						mismatches++
@@ -226,6 +246,10 @@ func TestDifferential(t *testing.T) {
 	t.Logf("time in Eval %s, in PostgreSQL %s (slowest query %s: %s)", goTime.Round(time.Millisecond), pgTime.Round(time.Millisecond), slowest.Round(time.Millisecond), slowestSQL)
 	if pairs < 10000 {
 		t.Errorf("only %d pairs; want at least 10000", pairs)
+	}
+	// As checks: the rows false (not NULL) fail; NULL pass.
+	if failing < pairs/10 || failing+inWindow >= pairs {
+		t.Errorf("%d of %d pairs fail as a check, %d pass as TRUE: the generator makes too few FALSE or too few NULL", failing, pairs, inWindow)
 	}
 	if inWindow < pairs/10 || inWindow > pairs*9/10 {
 		t.Errorf("%d of %d pairs in the window: the generator is lopsided", inWindow, pairs)

@@ -67,9 +67,29 @@ type Value = any
 // as SQL's three-valued logic absorbs NULL, and which is "not in the window"
 // at the top, as NULL is for WHERE.
 func (p *Predicate) Eval(row map[string]Value, rc Resolution) (bool, error) {
+	out, err := p.eval(row, rc)
+	return out == types.True, err
+}
+
+// Violates reports whether a row fails p as a check (an expectation's
+// check:): p is false on it. A NULL at the top is no failure, as for a
+// CHECK constraint; ViolationSQL is the same in PostgreSQL.
+func (p *Predicate) Violates(row map[string]Value, rc Resolution) (bool, error) {
+	out, err := p.eval(row, rc)
+	return out == types.False, err
+}
+
+// ViolationSQL is the condition, in PostgreSQL, of a row that Violates the
+// predicate whose SQL is sql: NOT keeps NULL NULL, which WHERE and FILTER
+// leave out.
+func ViolationSQL(sql string) string { return "NOT " + sql }
+
+// eval is the predicate's value on row: types.True, types.False, or nil
+// for NULL (a NULL column reached the top).
+func (p *Predicate) eval(row map[string]Value, rc Resolution) (ref.Val, error) {
 	prg, err := p.program(rc)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	act := map[string]any{}
 	for k, v := range row {
@@ -80,12 +100,14 @@ func (p *Predicate) Eval(row map[string]Value, rc Resolution) (bool, error) {
 	out, _, err := prg.Eval(act)
 	if err != nil {
 		if strings.Contains(err.Error(), "no such attribute") {
-			return false, nil // a NULL reached the top: not in the window
+			return nil, nil // a NULL reached the top
 		}
-		return false, err
+		return nil, err
 	}
-	b, ok := out.(types.Bool)
-	return ok && bool(b), nil
+	if b, ok := out.(types.Bool); ok {
+		return b, nil
+	}
+	return nil, nil
 }
 
 // program returns the CEL program bound to rc's per-refresh values,

@@ -1,0 +1,68 @@
+package compile_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+func expectFlow(t *testing.T, expect string) *compile.Flow {
+	t.Helper()
+	spec := "pipeline: p\ntables:\n  t:\n    replace_where: d >= date('2026-03-01')\n    columns:\n      d: date\n      k: text\n      v: integer\n" +
+		"    query: SELECT d, k, v FROM ev\n    expect:\n" + expect
+	return loadMap(t, fstest.MapFS{"p.yaml": {Data: []byte(spec)}}).Flow("t")
+}
+
+// What changed in a flow's expectations: added, removed, changed (what it
+// checks, or its severity), and nothing for the same definition written
+// another way.
+func TestExpectationChanges(t *testing.T) {
+	old := expectFlow(t, "      a:\n        check: v >= 0\n      b:\n        not_null: [k]\n      c:\n        unique: [d, k]\n      d:\n        rows: {min: 1}\n")
+	f := expectFlow(t, "      a:\n        check: \"v   >=  0\"\n      b:\n        not_null: [k]\n        severity: warn\n      c:\n        unique: [d, k]\n        across_table: true\n      e:\n        check: k != null\n")
+	if got := fmt.Sprint(f.ExpectationChanges(old)); got != "expectation_changed:b, expectation_changed:c, expectation_added:e, expectation_removed:d" {
+		t.Errorf("changes %s", got)
+	}
+	if got := fmt.Sprint(f.ExpectationChanges(f)); got != "" {
+		t.Errorf("changes against itself: %s", got)
+	}
+}
+
+// One pass for the row checks and not_null, over the window written;
+// unique and relationships apart; rows.max_change per partition, with a
+// count before the write.
+func TestChecksSQL(t *testing.T) {
+	f := expectFlow(t, "      a:\n        check: v >= 0\n      b:\n        not_null: [k]\n      c:\n        unique: [d, k]\n      r:\n        relationships: {column: k, to: dim.k}\n      n:\n        rows: {max_change: 50%}\n")
+	s, err := f.Statements(f.Predicate, false, compile.Observation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Checks(s, predicateNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.Before, `SELECT ("d")::text, count(*) FROM "public"."t" WHERE ("d" >= DATE '2026-03-01') GROUP BY 1`) {
+		t.Errorf("before: %s", c.Before)
+	}
+	if !strings.Contains(c.Rows, `count(*) FILTER (WHERE NOT ("v" >= 0)), count(*) FILTER (WHERE "k" IS NULL) FROM (`) || !strings.HasSuffix(c.Rows, ") AS w GROUP BY 1") {
+		t.Errorf("rows: %s", c.Rows)
+	}
+	if fmt.Sprint(c.RowsFor) != "[0 1]" || len(c.Apart) != 2 || c.Apart[0].For != 2 || c.Apart[1].For != 3 {
+		t.Errorf("rows for %v, apart %+v", c.RowsFor, c.Apart)
+	}
+	if c.Samples[4] != "" || c.Samples[0] == "" || c.Samples[3] == "" {
+		t.Errorf("samples %q", c.Samples)
+	}
+	// Nothing written, nothing checked.
+	if c, err := f.Checks(compile.Statements{}, predicateNow()); err != nil || len(c.After()) != 0 || c.Before != "" {
+		t.Errorf("checks of no write: %+v, %v", c, err)
+	}
+}
+
+func predicateNow() predicate.Resolution {
+	return predicate.Resolution{Now: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC), Zone: time.UTC}
+}

@@ -1,0 +1,277 @@
+package run_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
+)
+
+// withExpect adds an expect: block (YAML under the table, indented by
+// four) to a spec.
+func withExpect(spec, expect string) string {
+	return strings.Replace(spec, "    query: |", "    expect:\n"+expect+"    query: |", 1)
+}
+
+// targetPrint is the target as bytes and as row versions: an error
+// failure must leave both as they were.
+func (e *env) targetPrint() string {
+	e.t.Helper()
+	return e.value(`SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) || ' ' ||
+		md5(string_agg(ctid::text || xmin::text, ',' ORDER BY ctid)) FROM public.t`)
+}
+
+// expectCases are one passing and one failing expectation of every kind,
+// over the daily flow's rows (d, k in a/b, v = day or 10 × day); setup runs
+// before the checked refresh.
+var expectCases = []struct {
+	name, passing, failing string
+	setup                  string
+	failingRows            int64
+}{
+	{name: "check", passing: "v >= 0", failing: "v < 50", failingRows: 3},
+	{name: "check_current_date", passing: "d <= current_date()", failing: "d < current_date()", failingRows: 2},
+	{name: "check_null", passing: "v != null", failing: "k != null", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
+	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
+	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6},
+	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1},
+	{name: "rows", passing: "{min: 6, max: 6}", failing: "{min: 7}", failingRows: 1},
+	{name: "rows_max", passing: "{max: 100}", failing: "{max: 5}", failingRows: 1},
+	{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1},
+	{name: "relationships", passing: "{column: k, to: dim.k}", failing: "{column: k, to: dim_a.k}", failingRows: 3},
+}
+
+// expectYAML is the expect: entry of case c with the given value.
+func expectYAML(kind, value, severity string) string {
+	key := kind
+	across := ""
+	switch kind {
+	case "check_current_date", "check_null":
+		key = "check"
+	case "unique_across_table":
+		key, across = "unique", "        across_table: true\n"
+	case "rows_max", "rows_max_change":
+		key = "rows"
+	}
+	if key == "check" {
+		value = "'" + value + "'"
+	}
+	return "      x:\n        " + key + ": " + value + "\n" + across + "        severity: " + severity + "\n"
+}
+
+// A window refresh (the query changed) checks what it wrote: a passing
+// expectation commits; a failing one of severity error rolls back, leaving
+// the target byte for byte and row version for row version as it was; one
+// of severity warn commits and says so.
+func TestExpectationsWindowRefresh(t *testing.T) {
+	t.Parallel()
+	changed := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 0 AS v FROM ev", 1)
+	for _, c := range expectCases {
+		for _, tc := range []struct {
+			variant, value, severity string
+			fails                    bool
+		}{
+			{"pass", c.passing, "error", false},
+			{"error", c.failing, "error", true},
+			{"warn", c.failing, "warn", false},
+		} {
+			t.Run(c.name+"/"+tc.variant, func(t *testing.T) {
+				t.Parallel()
+				e := newDailyEnv(t)
+				e.exec(`CREATE TABLE dim (k text); INSERT INTO dim VALUES ('a'), ('b'); CREATE TABLE dim_a (k text); INSERT INTO dim_a VALUES ('a')`)
+				r := e.runner(now0)
+				refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+				if c.setup != "" {
+					e.exec(c.setup)
+				}
+				before := e.targetPrint()
+				f := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML(c.name, tc.value, tc.severity))}, "t")
+				res := r.Refresh(context.Background(), reqWindow(f))
+				checkExpectResult(t, e, res, tc.fails, tc.variant != "pass", c.failingRows)
+				if res.Action != compile.ActionRecomputeWindow {
+					t.Errorf("action %s, want recompute_window", res.Action)
+				}
+				if after := e.targetPrint(); (after == before) != tc.fails {
+					t.Errorf("target unchanged: %v, want %v", after == before, tc.fails)
+				}
+			})
+		}
+	}
+}
+
+// checkExpectResult checks one refresh's expectation result x: whether the
+// refresh failed, whether x failed and on how many rows, and that the last
+// result is recorded for rwc status.
+func checkExpectResult(t *testing.T, e *env, res run.Result, fails, failing bool, rows int64) {
+	t.Helper()
+	var ef *run.ExpectationsFailed
+	if fails != errors.As(res.Err, &ef) || (!fails && res.Err != nil) {
+		t.Fatalf("refresh error %v, want an expectation failure: %v", res.Err, fails)
+	}
+	if len(res.Expectations) != 1 {
+		t.Fatalf("results %+v, want one", res.Expectations)
+	}
+	x := res.Expectations[0]
+	if x.Passed == failing || (failing && x.Failing != rows) {
+		t.Errorf("result %+v, want failing %v on %d", x, failing, rows)
+	}
+	if failing && x.Kind != "rows" && len(x.Samples) == 0 {
+		t.Errorf("a failure without samples: %+v", x)
+	}
+	if x.Line == 0 || !strings.HasSuffix(x.File, "p.yaml") {
+		t.Errorf("result at %s, want the expectation's position", x.Pos)
+	}
+	outcome := "committed"
+	if fails {
+		outcome = "rolled_back"
+	}
+	if got := e.value(`SELECT passed || ' ' || outcome FROM rwc.expectation_results WHERE flow = 't' AND name = 'x'`); got != map[bool]string{true: "false", false: "true"}[failing]+" "+outcome {
+		t.Errorf("recorded %q", got)
+	}
+}
+
+// modeCase is an expectation case in one kind of refresh: the failing
+// rows it finds and the rows it checks (what that refresh wrote).
+type modeCase struct {
+	name, passing, failing, setup string
+	failingRows, checked          int64
+}
+
+// expectInMode runs each case passing, failing with severity error (the
+// target stays as it was) and failing with severity warn (it commits),
+// refreshing with refresh after first (a first refresh without
+// expectations) and setup.
+func expectInMode(t *testing.T, spec string, cases []modeCase, action compile.Action, first func(*env), req func(*testing.T, *compile.Flow) run.Request) {
+	for _, c := range cases {
+		for _, tc := range []struct {
+			variant, value, severity string
+			fails                    bool
+		}{
+			{"pass", c.passing, "error", false},
+			{"error", c.failing, "error", true},
+			{"warn", c.failing, "warn", false},
+		} {
+			t.Run(c.name+"/"+tc.variant, func(t *testing.T) {
+				t.Parallel()
+				e := newDailyEnv(t)
+				e.exec(`CREATE TABLE dim (k text); INSERT INTO dim VALUES ('a'), ('b'); CREATE TABLE dim_a (k text); INSERT INTO dim_a VALUES ('a')`)
+				first(e)
+				if c.setup != "" {
+					e.exec(c.setup)
+				}
+				before := e.targetPrint()
+				f := flow(t, map[string]string{"p.yaml": withExpect(spec, expectYAML(c.name, tc.value, tc.severity))}, "t")
+				res := e.runner(now0).Refresh(context.Background(), req(t, f))
+				checkExpectResult(t, e, res, tc.fails, tc.variant != "pass", c.failingRows)
+				if res.Action != action {
+					t.Errorf("action %s (%v), want %s", res.Action, res.Reasons, action)
+				}
+				if x := res.Expectations[0]; x.Checked != c.checked {
+					t.Errorf("checked %d rows, want %d (what the refresh wrote)", x.Checked, c.checked)
+				}
+				if after := e.targetPrint(); (after == before) != tc.fails {
+					t.Errorf("target unchanged: %v, want %v", after == before, tc.fails)
+				}
+			})
+		}
+	}
+}
+
+// An incremental refresh checks the partitions it recomputed, and no
+// others: rows.max_change compares each with what it held before.
+func TestExpectationsIncremental(t *testing.T) {
+	t.Parallel()
+	changed := `UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`
+	expectInMode(t, dailySpec, []modeCase{
+		{name: "check", passing: "v >= 0", failing: "v < 50", setup: changed, failingRows: 1, checked: 2},
+		{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1, checked: 3},
+		{name: "unique", passing: "[d, k]", failing: "[d]", setup: changed, failingRows: 2, checked: 2},
+		{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1, checked: 1},
+		{name: "relationships", passing: "{column: k, to: dim.k}", failing: "{column: k, to: dim_a.k}", setup: changed, failingRows: 1, checked: 2},
+	}, compile.ActionIncremental, func(e *env) {
+		refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	}, func(_ *testing.T, f *compile.Flow) run.Request { return reqWindow(f) })
+}
+
+// An override (rwc refresh --where) checks its range.
+func TestExpectationsOverride(t *testing.T) {
+	t.Parallel()
+	expectInMode(t, dailySpec, []modeCase{
+		{name: "check", passing: "v >= 0", failing: "v < 85", failingRows: 1, checked: 4},
+		{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 4, checked: 4},
+		{name: "rows", passing: "{min: 4}", failing: "{min: 5}", failingRows: 1, checked: 4},
+		{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1, checked: 3},
+	}, compile.ActionBackfill, func(e *env) {
+		refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	}, func(t *testing.T, f *compile.Flow) run.Request {
+		return run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-08') && d <= date('2026-03-09')")}
+	})
+}
+
+// A partitioned target's refresh checks the staged partitions before it
+// swaps them in: a failure leaves the old partitions attached.
+func TestExpectationsPartitionSwap(t *testing.T) {
+	t.Parallel()
+	// v + 1: the old rows would fail v < 11 three times, the new ones fail
+	// it four times.
+	changed := strings.Replace(partSpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 1 AS v FROM ev", 1)
+	expectInMode(t, changed, []modeCase{
+		{name: "check", passing: "v >= 0", failing: "v < 11", failingRows: 4, checked: 6},
+		{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `CREATE TABLE public.t_old PARTITION OF public.t FOR VALUES FROM ('2026-03-01') TO ('2026-03-08');
+			INSERT INTO public.t VALUES ('2026-03-07', 'z', 10)`, failingRows: 1, checked: 6},
+		{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1, checked: 5},
+	}, compile.ActionRecomputeWindow, func(e *env) {
+		refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": partSpec}, "t")))
+	}, func(_ *testing.T, f *compile.Flow) run.Request { return reqWindow(f) })
+}
+
+// A batched backfill whose second batch fails an expectation stops there:
+// the first batch stays committed, the second and third are not run, and
+// after the fix (here: the upstream row corrected) it resumes at the
+// second batch.
+func TestExpectationsBackfillStopsAtBatch(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	spec := withExpect(dailySpec, "      no_negative:\n        check: v >= 0\n")
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(f))
+	e.exec(`UPDATE ev SET v = -1 WHERE d = '2026-03-04' AND k = 'a'`)
+	job := &run.BackfillJob{Path: "backfills/b.yaml", Content: "backfill: t", Flow: f, Reason: "history", BatchDays: 2,
+		Where: where(t, f, "d >= date('2026-03-01') && d <= date('2026-03-06')")}
+	var committed []int
+	progress := func(p run.BatchProgress) { committed = append(committed, p.Batch) }
+	_, err := r.Backfill(context.Background(), job, progress)
+	var ef *run.ExpectationsFailed
+	if !errors.As(err, &ef) || !strings.Contains(err.Error(), "batch 2 of 3") {
+		t.Fatalf("backfill: %v, want an expectation failure in batch 2", err)
+	}
+	if !strings.Contains(err.Error(), "d=2026-03-04, k=a, v=-1") {
+		t.Errorf("the failure does not show the failing row:\n%v", err)
+	}
+	if got := e.value(`SELECT string_agg(DISTINCT d::text, ',') FROM t WHERE d < '2026-03-08'`); got != "2026-03-01,2026-03-02" || len(committed) != 1 {
+		t.Fatalf("after the failure the target holds days %v (batches %v), want batch 1's only", got, committed)
+	}
+	e.exec(`UPDATE ev SET v = 4 WHERE d = '2026-03-04' AND k = 'a'`)
+	if done, err := r.Backfill(context.Background(), job, progress); err != nil || !done {
+		t.Fatalf("resumed backfill: done %v, %v", done, err)
+	}
+	if fmtInts(committed) != "1,2,3" {
+		t.Errorf("batches run %v, want 1 then 2 and 3 on resuming", committed)
+	}
+	if n := e.count(`SELECT count(*) FROM t WHERE d < '2026-03-08'`); n != 12 {
+		t.Errorf("%d rows of history, want 12", n)
+	}
+}
+
+func fmtInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
