@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"testing"
 
@@ -62,18 +60,8 @@ func TestLintGolden(t *testing.T) {
 	}
 }
 
-var codeHeading = regexp.MustCompile(`(?m)^### (RW\d{3})\b`)
-
 func documentedCodes(t *testing.T) []string {
-	b, err := os.ReadFile("../docs/diagnostics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var codes []string
-	for _, m := range codeHeading.FindAllStringSubmatch(string(b), -1) {
-		codes = append(codes, m[1])
-	}
-	return codes
+	return goldenfile.DocumentedCodes(t, "../docs/diagnostics.md")
 }
 
 // golden is golden.Check with this package's -update flag.

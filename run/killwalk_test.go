@@ -138,6 +138,13 @@ func partCopy(interval, query string) string {
 		"d >= date('2026-03-05')", "d >= date('2026-03-05') && d <= date('2026-03-12')", 1)
 }
 
+// histBackfill recomputes six days before the window, in three batches.
+const histBackfill = `backfill: t
+where: d >= date('2026-02-27') && d <= date('2026-03-04')
+reason: recompute the first days of March
+batch: 2d
+`
+
 // events is a check that the uncut run logged these flow/action pairs last.
 func events(want ...string) func(t *testing.T, db *sql.DB) {
 	return func(t *testing.T, db *sql.DB) {
@@ -209,11 +216,7 @@ tables:
 		seed:       walkSeed,
 		setupSpecs: map[string]string{"p.yaml": plainCopy}, // the backfill is the command's
 		between:    walkChange + `; INSERT INTO t VALUES ('2026-03-03', 'stale', 999), ('2026-02-01', 'keep', 1)`,
-		specs: map[string]string{"p.yaml": plainCopy, "backfills/hist.yaml": `backfill: t
-where: d >= date('2026-02-27') && d <= date('2026-03-04')
-reason: recompute the first days of March
-batch: 2d
-`},
+		specs: map[string]string{"p.yaml": plainCopy, "backfills/hist.yaml": histBackfill},
 		args:    []string{"apply", "--allow-dirty", "DIR"},
 		batched: true,
 		check: func(t *testing.T, db *sql.DB) {
@@ -307,11 +310,7 @@ batch: 2d
 		seed:       walkSeed,
 		setupSpecs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
 		between:    walkChange,
-		specs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev"), "backfills/hist.yaml": `backfill: t
-where: d >= date('2026-02-27') && d <= date('2026-03-04')
-reason: recompute the first days of March
-batch: 2d
-`},
+		specs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev"), "backfills/hist.yaml": histBackfill},
 		args:    []string{"apply", "--allow-dirty", "DIR"},
 		batched: true,
 		check: func(t *testing.T, db *sql.DB) {

@@ -1,7 +1,6 @@
 package databricks_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,22 +26,7 @@ func TestExportGolden(t *testing.T) {
 			var got strings.Builder
 			diag.WriteText(&got, res.NotCarried, func(f string) []string { return p.Sources[f] })
 			golden(t, filepath.Join(dir, "want.diag"), got.String())
-			want := filepath.Join(dir, "want")
-			if *update {
-				os.RemoveAll(want)
-			}
-			var paths []string
-			for _, f := range res.Files {
-				path := filepath.Join(want, f.Path)
-				paths = append(paths, f.Path)
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				golden(t, path, string(f.Content))
-			}
-			checkNoOtherFiles(t, want, paths)
+			goldenFiles(t, filepath.Join(dir, "want"), res.Files)
 			if !*update {
 				// What it wrote imports back.
 				var inputs []databricks.Input

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -49,25 +48,13 @@ func TestImportGolden(t *testing.T) {
 			diag.WriteText(&got, res.Diagnostics, func(f string) []string { return sourceLines(dir, f) })
 			golden(t, filepath.Join(dir, "want.diag"), got.String())
 			want := filepath.Join(dir, "want")
-			if *update {
-				os.RemoveAll(want)
-			}
-			var paths []string
+			goldenFiles(t, want, res.Files)
 			for _, f := range res.Files {
-				p := filepath.Join(want, f.Path)
-				paths = append(paths, f.Path)
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				golden(t, p, string(f.Content))
 				formatted, err := spec.Format(f.Content, strings.HasPrefix(f.Path, spec.BackfillDir+"/"))
 				if err != nil || string(formatted) != string(f.Content) {
 					t.Errorf("%s is not in rwc fmt's format (%v)", f.Path, err)
 				}
 			}
-			checkNoOtherFiles(t, want, paths)
 			if len(res.Files) > 0 && !*update {
 				_, ds, err := compile.Load(spec.DirFS(want, spec.Repo{}), "pipelines")
 				if err != nil || ds.HasErrors() {
@@ -87,18 +74,8 @@ func TestImportGolden(t *testing.T) {
 	}
 }
 
-var codeHeading = regexp.MustCompile(`(?m)^### (RW\d{3})\b`)
-
 func documentedCodes(t *testing.T) []string {
-	b, err := os.ReadFile("../../docs/diagnostics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var codes []string
-	for _, m := range codeHeading.FindAllStringSubmatch(string(b), -1) {
-		codes = append(codes, m[1])
-	}
-	return codes
+	return goldenfile.DocumentedCodes(t, "../../docs/diagnostics.md")
 }
 
 func importCase(t *testing.T, dir string) databricks.Result {
@@ -129,11 +106,31 @@ func sourceLines(dir, file string) []string {
 	return strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
 }
 
-func checkNoOtherFiles(t *testing.T, want string, paths []string) {
+// goldenFiles compares files with the golden directory want, which holds
+// them and no other (-update rewrites it).
+func goldenFiles(t *testing.T, want string, files []databricks.File) {
 	t.Helper()
 	if *update {
-		return
+		os.RemoveAll(want)
 	}
+	var paths []string
+	for _, f := range files {
+		path := filepath.Join(want, f.Path)
+		paths = append(paths, f.Path)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		golden(t, path, string(f.Content))
+	}
+	if !*update {
+		checkNoOtherFiles(t, want, paths)
+	}
+}
+
+func checkNoOtherFiles(t *testing.T, want string, paths []string) {
+	t.Helper()
 	var found []string
 	filepath.WalkDir(want, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

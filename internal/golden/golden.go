@@ -4,6 +4,7 @@ package golden
 
 import (
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,4 +46,22 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+var codeHeading = regexp.MustCompile(`(?m)^### (RW\d{3})\b`)
+
+// DocumentedCodes lists the diagnostic codes the reference at path (docs/
+// diagnostics.md) documents, one `### RWxxx` heading each: the corpora
+// require a case for each.
+func DocumentedCodes(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, m := range codeHeading.FindAllStringSubmatch(string(b), -1) {
+		codes = append(codes, m[1])
+	}
+	return codes
 }
