@@ -216,9 +216,9 @@ tables:
 		seed:       walkSeed,
 		setupSpecs: map[string]string{"p.yaml": plainCopy}, // the backfill is the command's
 		between:    walkChange + `; INSERT INTO t VALUES ('2026-03-03', 'stale', 999), ('2026-02-01', 'keep', 1)`,
-		specs: map[string]string{"p.yaml": plainCopy, "backfills/hist.yaml": histBackfill},
-		args:    []string{"apply", "--allow-dirty", "DIR"},
-		batched: true,
+		specs:      map[string]string{"p.yaml": plainCopy, "backfills/hist.yaml": histBackfill},
+		args:       []string{"apply", "--allow-dirty", "DIR"},
+		batched:    true,
 		check: func(t *testing.T, db *sql.DB) {
 			if n := pgtest.Count(t, db, `SELECT count(*) FROM rwc.backfill_batches WHERE committed_at IS NOT NULL`); n != 3 {
 				t.Fatalf("the uncut backfill committed %d batches, want 3", n)
@@ -310,9 +310,9 @@ tables:
 		seed:       walkSeed,
 		setupSpecs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
 		between:    walkChange,
-		specs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev"), "backfills/hist.yaml": histBackfill},
-		args:    []string{"apply", "--allow-dirty", "DIR"},
-		batched: true,
+		specs:      map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev"), "backfills/hist.yaml": histBackfill},
+		args:       []string{"apply", "--allow-dirty", "DIR"},
+		batched:    true,
 		check: func(t *testing.T, db *sql.DB) {
 			if n := pgtest.Count(t, db, `SELECT count(*) FROM rwc.events WHERE action = 'backfill' AND details ? 'swapped'`); n != 3 {
 				t.Fatalf("the uncut backfill swapped partitions in %d batches, want 3", n)
