@@ -247,12 +247,13 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touc
 	}
 	k := 5
 	fmt.Printf("\npartitioned target: %d whole-window refreshes in a row, autovacuum off (%s), the last against the first:\n\n", n, counts(actions))
-	fmt.Println("| | first | last | last ÷ first | median of last 5 ÷ median of first 5 |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
-	fmt.Printf("| rwc apply | %s | %s | %.2f× | %.2f× |\n", wall[0].Round(time.Millisecond), wall[n-1].Round(time.Millisecond),
-		ratio(wall[n-1], wall[0]), ratio(median(wall[n-k:]), median(wall[:k])))
-	fmt.Printf("| refresh transaction | %s | %s | %.2f× | %.2f× |\n", inTx[0].Round(time.Millisecond), inTx[n-1].Round(time.Millisecond),
-		ratio(inTx[n-1], inTx[0]), ratio(median(inTx[n-k:]), median(inTx[:k])))
+	fmt.Println("| | first | last | last ÷ first | median of last 5 ÷ median of first 5 | trend: fitted last ÷ fitted first |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Printf("| rwc apply | %s | %s | %.2f× | %.2f× | %.2f× |\n", wall[0].Round(time.Millisecond), wall[n-1].Round(time.Millisecond),
+		ratio(wall[n-1], wall[0]), ratio(median(wall[n-k:]), median(wall[:k])), trend(wall))
+	fmt.Printf("| refresh transaction | %s | %s | %.2f× | %.2f× | %.2f× |\n", inTx[0].Round(time.Millisecond), inTx[n-1].Round(time.Millisecond),
+		ratio(inTx[n-1], inTx[0]), ratio(median(inTx[n-k:]), median(inTx[:k])), trend(inTx))
+	fmt.Println("\n(trend: the least-squares line through all the refreshes, its value at the last over its value at the first: one slow or fast refresh at either end moves it little)")
 	fmt.Printf("\ndead row versions in the window's partitions after them: %d; goal: the 100th ≤ 1.1× the first\n", dead)
 	fmt.Printf("\na reader reading one day of the window through the parent, 5 ms between reads, throughout (%d reads; idle for a second before: %d reads):\n\n", len(during), len(idle))
 	fmt.Println("| | median read | 99th percentile | longest |")
@@ -268,6 +269,20 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touc
 	fmt.Printf("rwc's own count of the swap's ACCESS EXCLUSIVE (from taking it to the end of the commit), %d refreshes: median %s, 99th percentile %s, longest %s\n",
 		len(t.locks), median(t.locks).Round(10*time.Microsecond), percentile(t.locks, 0.99).Round(10*time.Microsecond), percentile(t.locks, 1).Round(10*time.Microsecond))
 	return nil
+}
+
+// trend fits a least-squares line through ds (by position) and returns its
+// value at the last over its value at the first.
+func trend(ds []time.Duration) float64 {
+	n := float64(len(ds))
+	var sx, sy, sxx, sxy float64
+	for i, d := range ds {
+		x, y := float64(i), float64(d)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	first := (sy - slope*sx) / n
+	return (first + slope*(n-1)) / first
 }
 
 // benchIncrementalPartitioned compares, on the partitioned target, an
