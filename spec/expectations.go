@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -161,14 +163,19 @@ func loadRows(n *yaml.Node, file string, ds *diag.List) *RowBounds {
 	return r
 }
 
+// decimal is a percentage's number as people write it: strconv.ParseFloat
+// alone also takes "inf" (a bound that never fails), "NaN" and hex floats.
+var decimal = regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
+
 // parsePercent reads "50%" (or "12.5%") as 0.5 (0.125).
 func parsePercent(s string) (float64, error) {
 	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
 	if !ok {
 		return 0, fmt.Errorf("not a percentage (it ends in %%)")
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || f <= 0 || f != f {
+	num = strings.TrimSpace(num)
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !decimal.MatchString(num) || f <= 0 || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("not a percentage above 0")
 	}
 	return f / 100, nil
