@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // withExpect adds an expect: block (YAML under the table, indented by
@@ -274,4 +276,71 @@ func fmtInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// relations lists the tables of schema public with their oids: a rolled
+// back partition swap leaves no staging table behind and every partition
+// where it was.
+func (e *env) relations() string {
+	return strings.Join(e.rows(`SELECT relname || ':' || oid FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY 1`), ",")
+}
+
+// A partitioned target whose staged partitions fail an expectation of
+// severity error keeps its partitions and gets no staging table; one of
+// severity warn swaps the staged ones in.
+func TestExpectationsPartitionSwapStages(t *testing.T) {
+	t.Parallel()
+	changed := strings.Replace(partSpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 1 AS v FROM ev", 1)
+	for _, severity := range []string{"error", "warn"} {
+		t.Run(severity, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			r := e.runner(now0)
+			refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": partSpec}, "t")))
+			before, print := e.relations(), e.targetPrint()
+			f := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("check", "v < 11", severity))}, "t")
+			res := r.Refresh(context.Background(), reqWindow(f))
+			after := e.relations()
+			if severity == "error" {
+				var ef *run.ExpectationsFailed
+				if !errors.As(res.Err, &ef) || after != before || e.targetPrint() != print {
+					t.Fatalf("error %v; tables before %s, after %s; want the failure and nothing changed", res.Err, before, after)
+				}
+				return
+			}
+			if res.Err != nil || after == before || len(res.Expectations) != 1 || res.Expectations[0].Passed {
+				t.Fatalf("warn: error %v, results %+v; tables before %s, after %s: want the staged partitions swapped in", res.Err, res.Expectations, before, after)
+			}
+			if n := e.count(`SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' AND NOT relispartition AND relname <> 'ev'`); n != 0 {
+				t.Errorf("%d staging tables left after the swap: %s", n, after)
+			}
+		})
+	}
+}
+
+// A failing row's huge value is cut by the server: a sample query sends
+// at most a few hundred bytes a value, however large the target's values.
+func TestExpectationsSampleValuesBounded(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	spec := withExpect(dailySpec, "      short_k:\n        check: v >= 0\n")
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	e.exec(`INSERT INTO public.t VALUES ('2026-03-09', repeat(E'x\x01', 500000), -1)`)
+	checks, err := f.TestChecks(nil, predicate.Resolution{Now: now0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := e.value(`SELECT max(octet_length(x)) FROM (` + checks.Samples[0] + `) AS s(a, b, c), LATERAL (VALUES (a), (b), (c)) AS l(x)`)
+	if n, _ := strconv.Atoi(longest); n > 4*(120+1) {
+		t.Errorf("the sample query returns values of %s bytes, want them cut to about 120 characters", longest)
+	}
+	tested, err := run.TestExpectations(context.Background(), e.db, f, nil, run.Options{Now: func() time.Time { return now0 }})
+	if err != nil || len(tested.Results) != 1 || len(tested.Results[0].Samples) != 1 {
+		t.Fatalf("rwc test: %v, %+v", err, tested.Results)
+	}
+	if s := tested.Results[0].Samples[0]; !strings.HasSuffix(s, "…, v=-1") || len(s) > 400 {
+		t.Errorf("sample %.200q…, want the long value cut", s)
+	}
 }
