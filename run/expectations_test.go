@@ -344,3 +344,29 @@ func TestExpectationsSampleValuesBounded(t *testing.T) {
 		t.Errorf("sample %.200q…, want the long value cut", s)
 	}
 }
+
+// An expectation on a column added by the same change fails after the
+// change committed on its own: the error, and the event's, say the column
+// change stays rather than that the target is unchanged.
+func TestExpectationsAfterColumnChange(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, gatedSpec(dailyColumns, "SELECT d, k, v FROM ev"), "t")))
+	files := gatedSpec(dailyColumns+"      w: integer\n", "SELECT d, k, v, CASE WHEN v = 9 THEN NULL ELSE v END AS w FROM ev")
+	files["p.yaml"] = withExpect(files["p.yaml"], "      has_w:\n        not_null: [w]\n")
+	res := r.Refresh(context.Background(), reqWindow(flow(t, files, "t")))
+	var ef *run.ExpectationsFailed
+	if !errors.As(res.Err, &ef) {
+		t.Fatalf("refresh: %v, want an expectation failure", res.Err)
+	}
+	event := e.value(`SELECT error FROM rwc.events WHERE flow = 't' ORDER BY id DESC LIMIT 1`)
+	for what, text := range map[string]string{"error": res.Err.Error(), "event": event} {
+		if strings.Contains(text, "target is unchanged") || !strings.Contains(text, "column changes (column_added:w), committed before it, stay") {
+			t.Errorf("the %s says:\n%s\nwant that the column change stays", what, text)
+		}
+	}
+	if !strings.Contains(res.Err.Error(), "has_w (not_null): 1 of 6 rows have a NULL in w") {
+		t.Errorf("the error does not show the failure:\n%v", res.Err)
+	}
+}
