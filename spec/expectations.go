@@ -262,7 +262,7 @@ func (e *Expectation) Definition() string {
 	s := e.Kind + ": "
 	switch e.Kind {
 	case ExpectCheck:
-		s += strings.Join(strings.Fields(e.Check.Value), " ")
+		s += OneLine(e.Check.Value)
 	case ExpectNotNull, ExpectUnique:
 		s += "[" + strings.Join(e.Columns.Columns, ", ") + "]"
 		if e.AcrossTable {
@@ -292,4 +292,50 @@ func (e *Expectation) Definition() string {
 // so unique: cannot group by it nor relationships: look it up.
 func noEquality(c *Column) bool {
 	return !c.Type.Array && (c.Type.Base == "json" || c.Type.Base == "xml")
+}
+
+// OneLine is CEL text with its runs of white space outside string literals
+// made one space: the same check however laid out, and a check whose
+// literal changed (even in its spaces) another.
+func OneLine(cel string) string {
+	var b strings.Builder
+	space := false
+	for i := 0; i < len(cel); {
+		c := cel[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			space = true
+			i++
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		n := 1
+		if c == '\'' || c == '"' {
+			raw := i > 0 && (cel[i-1] == 'r' || cel[i-1] == 'R')
+			n = literalLen(cel[i:], raw)
+		}
+		b.WriteString(cel[i : i+n])
+		i += n
+	}
+	return b.String()
+}
+
+// literalLen is the length of the string literal s starts with (all of s
+// when it does not end).
+func literalLen(s string, raw bool) int {
+	q := s[:1]
+	if len(s) >= 3 && s[1:3] == q+q {
+		q = s[:3]
+	}
+	for i := len(q); i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && !raw:
+			i++
+		case strings.HasPrefix(s[i:], q):
+			return i + len(q)
+		}
+	}
+	return len(s)
 }
