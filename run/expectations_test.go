@@ -370,3 +370,36 @@ func TestExpectationsAfterColumnChange(t *testing.T) {
 		t.Errorf("the error does not show the failure:\n%v", res.Err)
 	}
 }
+
+// A relationship the server cannot check (its table is missing, or a view
+// whose function writes) fails the refresh at the expectation's position,
+// in the server's words, with the target unchanged; rwc test runs it
+// read-only, so the function cannot write.
+func TestExpectationsUncheckableRelationship(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE TABLE written (n int);
+		CREATE FUNCTION keys() RETURNS SETOF text LANGUAGE sql VOLATILE AS $$ INSERT INTO written VALUES (1); SELECT 'a' $$;
+		CREATE VIEW dim_view AS SELECT k FROM keys() AS k`)
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	changed := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 0 AS v FROM ev", 1)
+	missing := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("relationships", "{column: k, to: nowhere.k}", "error"))}, "t")
+	before := e.targetPrint()
+	res := r.Refresh(context.Background(), reqWindow(missing))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "p.yaml:10:7: flow t: expectation x cannot be checked: ") ||
+		!strings.Contains(res.Err.Error(), `relation "public.nowhere" does not exist`) || strings.Contains(res.Err.Error(), "pq:") {
+		t.Errorf("refresh: %v; want the expectation's position and the server's words", res.Err)
+	}
+	if e.targetPrint() != before {
+		t.Errorf("the target changed")
+	}
+	view := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("relationships", "{column: k, to: dim_view.k}", "warn"))}, "t")
+	_, err := run.TestExpectations(context.Background(), e.db, view, where(t, view, "d >= date('2026-03-09')"), run.Options{Now: func() time.Time { return now0 }})
+	if err == nil || !strings.Contains(err.Error(), "read-only transaction") {
+		t.Errorf("rwc test through a view whose function writes: %v, want the read-only transaction's refusal", err)
+	}
+	if n := e.count(`SELECT count(*) FROM written`); n != 0 {
+		t.Errorf("rwc test let a function write %d rows", n)
+	}
+}
