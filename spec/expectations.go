@@ -256,6 +256,20 @@ func checkExpectColumns(t *Table, e *Expectation) diag.List {
 	return ds
 }
 
+// checkSelfRelationships refuses a relationship of a column to itself: the
+// rows a refresh wrote are in the table by then, so it could never fail
+// (to another column of the same table, parent_id to id, is a check).
+func checkSelfRelationships(t *Table) diag.List {
+	var ds diag.List
+	for _, e := range t.Expect {
+		if r := e.Rel; r != nil && r.ToColumn == r.Column && r.ToTable == t.Name && r.ToSchema == t.Pipeline.Schema {
+			ds.Errorf("RW132", r.ToPos, "name the column of another table the values must exist in, e.g. to: analytics.products.product_id",
+				"expectation %s: relationships.to %q is the column itself: the rows written are in the table, so it always passes", e.Name, r.To)
+		}
+	}
+	return ds
+}
+
 // Definition is what the expectation checks, in one line, the same
 // whatever the YAML's layout: what a plan shows and compares.
 func (e *Expectation) Definition() string {
