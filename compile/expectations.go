@@ -353,8 +353,9 @@ func (f *Flow) uniqueSQL(e *Expectation, from string, w written) (string, string
 		join[i] = "o." + q + " = w." + q
 	}
 	keys := strings.Join(quoted, ", ")
-	dups := fmt.Sprintf("SELECT %s, count(*) AS n FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1", keys, from, strings.Join(notNull, " AND "), keys)
-	q := fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM (%s) AS d", dups)
+	// "#n": no column's name (an identifier), so no key column shadows it.
+	dups := fmt.Sprintf(`SELECT %s, count(*) AS "#n" FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1`, keys, from, strings.Join(notNull, " AND "), keys)
+	q := fmt.Sprintf(`SELECT coalesce(sum("#n"), 0) FROM (%s) AS d`, dups)
 	within := q
 	sample := fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1 ORDER BY count(*) DESC, %s LIMIT %d",
 		strings.Join(text, ", "), from, strings.Join(notNull, " AND "), keys, keys, MaxSamples)

@@ -403,3 +403,20 @@ func TestExpectationsUncheckableRelationship(t *testing.T) {
 		t.Errorf("rwc test let a function write %d rows", n)
 	}
 }
+
+// A column may be named like the checks' own aliases (n, the count of a
+// duplicated key): unique still counts, within and across the table.
+func TestExpectationsColumnNamedLikeAlias(t *testing.T) {
+	t.Parallel()
+	spec := strings.NewReplacer("      k: text\n      v: integer\n", "      w: text\n      n: integer\n", "SELECT d, k, v FROM ev", "SELECT d, k AS w, v AS n FROM ev").Replace(dailySpec)
+	for _, across := range []string{"", "        across_table: true\n"} {
+		e := newDailyEnv(t)
+		e.exec(`CREATE TABLE dim (w text); INSERT INTO dim VALUES ('a'), ('b')`)
+		f := flow(t, map[string]string{"p.yaml": withExpect(spec, "      u:\n        unique: [n]\n"+across+"      dup:\n        unique: [d]\n"+across+"        severity: warn\n"+
+			"      known:\n        relationships: {column: w, to: dim.w}\n      has_w:\n        not_null: [w]\n")}, "t")
+		res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+		if res.Err != nil || len(res.Expectations) != 4 || !res.Expectations[0].Passed || res.Expectations[1].Failing != 6 || !res.Expectations[2].Passed {
+			t.Fatalf("refresh (across %q): %v, results %+v", across, res.Err, res.Expectations)
+		}
+	}
+}
