@@ -64,7 +64,7 @@ func (f *Flow) Evaluate(c Checks, n CheckCounts) []ExpectationResult {
 		r := ExpectationResult{Name: e.Name, Kind: e.Kind, Severity: e.Severity(), Pos: e.Pos, Checked: total, Failing: failing[i]}
 		switch e.Kind {
 		case spec.ExpectCheck:
-			r.Message = fmt.Sprintf("%d of %d rows fail %s", r.Failing, total, strings.Join(strings.Fields(e.Expectation.Check.Value), " "))
+			r.Message = fmt.Sprintf("%d of %d rows fail %s", r.Failing, total, spec.OneLine(e.Expectation.Check.Value))
 		case spec.ExpectNotNull:
 			r.Message = fmt.Sprintf("%d of %d rows have a NULL in %s", r.Failing, total, strings.Join(e.Columns.Columns, ", "))
 		case spec.ExpectUnique:

@@ -42,6 +42,17 @@ func checkHints(ds diag.List, text string) diag.List {
 // shows.
 const MaxSamples = 5
 
+// MaxSampleValue bounds a value in a sample row (a document in a jsonb
+// column would drown the failure). The server cuts it, one character more
+// to say it was cut: five rows of a bytea of a gigabyte each are not
+// fetched whole.
+const MaxSampleValue = 120
+
+// sampleValue is a column of a sample query: its value as text, cut.
+func sampleValue(ref string) string {
+	return fmt.Sprintf("left((%s)::text, %d)", ref, MaxSampleValue+1)
+}
+
 // analyzeExpectations compiles f's expectations; a check with errors is
 // left without its predicate, and the refresh refuses the flow.
 func (f *Flow) analyzeExpectations() diag.List {
@@ -320,7 +331,7 @@ func (f *Flow) sampleRows(from, bad string) string {
 	cols := make([]string, len(f.Table.Columns))
 	order := make([]string, len(f.Table.Columns))
 	for i, c := range f.Table.Columns {
-		cols[i] = "(" + pq.QuoteIdentifier(c.Name) + ")::text"
+		cols[i] = sampleValue(pq.QuoteIdentifier(c.Name))
 		order[i] = fmt.Sprint(i + 1)
 	}
 	return fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d", strings.Join(cols, ", "), from, bad, strings.Join(order, ", "), MaxSamples)
@@ -338,12 +349,13 @@ func (f *Flow) uniqueSQL(e *Expectation, from string, w written) (string, string
 	join := make([]string, len(cols))
 	for i, c := range cols {
 		q := pq.QuoteIdentifier(c)
-		quoted[i], notNull[i], text[i] = q, q+" IS NOT NULL", "("+q+")::text"
+		quoted[i], notNull[i], text[i] = q, q+" IS NOT NULL", sampleValue(q)
 		join[i] = "o." + q + " = w." + q
 	}
 	keys := strings.Join(quoted, ", ")
-	dups := fmt.Sprintf("SELECT %s, count(*) AS n FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1", keys, from, strings.Join(notNull, " AND "), keys)
-	q := fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM (%s) AS d", dups)
+	// "#n": no column's name (an identifier), so no key column shadows it.
+	dups := fmt.Sprintf(`SELECT %s, count(*) AS "#n" FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1`, keys, from, strings.Join(notNull, " AND "), keys)
+	q := fmt.Sprintf(`SELECT coalesce(sum("#n"), 0) FROM (%s) AS d`, dups)
 	within := q
 	sample := fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s GROUP BY %s HAVING count(*) > 1 ORDER BY count(*) DESC, %s LIMIT %d",
 		strings.Join(text, ", "), from, strings.Join(notNull, " AND "), keys, keys, MaxSamples)
@@ -370,7 +382,7 @@ func relationshipSQL(e *Expectation, from string) (string, string) {
 	to := pq.QuoteIdentifier(r.ToSchema) + "." + pq.QuoteIdentifier(r.ToTable)
 	missing := fmt.Sprintf("%s IS NOT NULL AND NOT EXISTS (SELECT 1 FROM %s AS r WHERE r.%s = %s)", c, to, pq.QuoteIdentifier(r.ToColumn), c)
 	q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", from, missing)
-	sample := fmt.Sprintf("SELECT (%s)::text, count(*) FROM %s WHERE %s GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT %d", c, from, missing, MaxSamples)
+	sample := fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s GROUP BY %s ORDER BY count(*) DESC, %s LIMIT %d", sampleValue(c), from, missing, c, c, MaxSamples)
 	return q, sample
 }
 

@@ -32,6 +32,16 @@ func TestExpectationChanges(t *testing.T) {
 	}
 }
 
+// A check whose string literal changed only in its spaces checks other
+// rows: the plan says it changed.
+func TestExpectationChangesInsideStrings(t *testing.T) {
+	old := expectFlow(t, "      a:\n        check: k != 'a  b'\n      b:\n        check: \"k != \\\"x\\\\\\\"  y\\\"\"\n")
+	f := expectFlow(t, "      a:\n        check: k   !=   'a b'\n      b:\n        check: \"k  != \\\"x\\\\\\\"  y\\\"\"\n")
+	if got := fmt.Sprint(f.ExpectationChanges(old)); got != "expectation_changed:a" {
+		t.Errorf("changes %s, want a's check changed (its string) and b's not (spaces outside its string)", got)
+	}
+}
+
 // One pass for the row checks and not_null, over the window written;
 // unique and relationships apart; rows.max_change per partition, with a
 // count before the write.

@@ -404,13 +404,10 @@ func eventError(err error) string {
 	return err.Error()
 }
 
-// maxSampleValue bounds a value in a sample row (a document in a jsonb
-// column would drown the failure).
-const maxSampleValue = 120
-
+// shortValue marks a value the sample query cut (compile.MaxSampleValue).
 func shortValue(s string) string {
-	if r := []rune(s); len(r) > maxSampleValue {
-		return string(r[:maxSampleValue]) + "…"
+	if r := []rune(s); len(r) > compile.MaxSampleValue {
+		return string(r[:compile.MaxSampleValue]) + "…"
 	}
 	return s
 }

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // withExpect adds an expect: block (YAML under the table, indented by
@@ -274,4 +276,147 @@ func fmtInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// relations lists the tables of schema public with their oids: a rolled
+// back partition swap leaves no staging table behind and every partition
+// where it was.
+func (e *env) relations() string {
+	return strings.Join(e.rows(`SELECT relname || ':' || oid FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY 1`), ",")
+}
+
+// A partitioned target whose staged partitions fail an expectation of
+// severity error keeps its partitions and gets no staging table; one of
+// severity warn swaps the staged ones in.
+func TestExpectationsPartitionSwapStages(t *testing.T) {
+	t.Parallel()
+	changed := strings.Replace(partSpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 1 AS v FROM ev", 1)
+	for _, severity := range []string{"error", "warn"} {
+		t.Run(severity, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			r := e.runner(now0)
+			refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": partSpec}, "t")))
+			before, print := e.relations(), e.targetPrint()
+			f := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("check", "v < 11", severity))}, "t")
+			res := r.Refresh(context.Background(), reqWindow(f))
+			after := e.relations()
+			if severity == "error" {
+				var ef *run.ExpectationsFailed
+				if !errors.As(res.Err, &ef) || after != before || e.targetPrint() != print {
+					t.Fatalf("error %v; tables before %s, after %s; want the failure and nothing changed", res.Err, before, after)
+				}
+				return
+			}
+			if res.Err != nil || after == before || len(res.Expectations) != 1 || res.Expectations[0].Passed {
+				t.Fatalf("warn: error %v, results %+v; tables before %s, after %s: want the staged partitions swapped in", res.Err, res.Expectations, before, after)
+			}
+			if n := e.count(`SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' AND NOT relispartition AND relname <> 'ev'`); n != 0 {
+				t.Errorf("%d staging tables left after the swap: %s", n, after)
+			}
+		})
+	}
+}
+
+// A failing row's huge value is cut by the server: a sample query sends
+// at most a few hundred bytes a value, however large the target's values.
+func TestExpectationsSampleValuesBounded(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	spec := withExpect(dailySpec, "      short_k:\n        check: v >= 0\n")
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	e.exec(`INSERT INTO public.t VALUES ('2026-03-09', repeat(E'x\x01', 500000), -1)`)
+	checks, err := f.TestChecks(nil, predicate.Resolution{Now: now0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := e.value(`SELECT max(octet_length(x)) FROM (` + checks.Samples[0] + `) AS s(a, b, c), LATERAL (VALUES (a), (b), (c)) AS l(x)`)
+	if n, _ := strconv.Atoi(longest); n > 4*(120+1) {
+		t.Errorf("the sample query returns values of %s bytes, want them cut to about 120 characters", longest)
+	}
+	tested, err := run.TestExpectations(context.Background(), e.db, f, nil, run.Options{Now: func() time.Time { return now0 }})
+	if err != nil || len(tested.Results) != 1 || len(tested.Results[0].Samples) != 1 {
+		t.Fatalf("rwc test: %v, %+v", err, tested.Results)
+	}
+	if s := tested.Results[0].Samples[0]; !strings.HasSuffix(s, "…, v=-1") || len(s) > 400 {
+		t.Errorf("sample %.200q…, want the long value cut", s)
+	}
+}
+
+// An expectation on a column added by the same change fails after the
+// change committed on its own: the error, and the event's, say the column
+// change stays rather than that the target is unchanged.
+func TestExpectationsAfterColumnChange(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, gatedSpec(dailyColumns, "SELECT d, k, v FROM ev"), "t")))
+	files := gatedSpec(dailyColumns+"      w: integer\n", "SELECT d, k, v, CASE WHEN v = 9 THEN NULL ELSE v END AS w FROM ev")
+	files["p.yaml"] = withExpect(files["p.yaml"], "      has_w:\n        not_null: [w]\n")
+	res := r.Refresh(context.Background(), reqWindow(flow(t, files, "t")))
+	var ef *run.ExpectationsFailed
+	if !errors.As(res.Err, &ef) {
+		t.Fatalf("refresh: %v, want an expectation failure", res.Err)
+	}
+	event := e.value(`SELECT error FROM rwc.events WHERE flow = 't' ORDER BY id DESC LIMIT 1`)
+	for what, text := range map[string]string{"error": res.Err.Error(), "event": event} {
+		if strings.Contains(text, "target is unchanged") || !strings.Contains(text, "column changes (column_added:w), committed before it, stay") {
+			t.Errorf("the %s says:\n%s\nwant that the column change stays", what, text)
+		}
+	}
+	if !strings.Contains(res.Err.Error(), "has_w (not_null): 1 of 6 rows have a NULL in w") {
+		t.Errorf("the error does not show the failure:\n%v", res.Err)
+	}
+}
+
+// A relationship the server cannot check (its table is missing, or a view
+// whose function writes) fails the refresh at the expectation's position,
+// in the server's words, with the target unchanged; rwc test runs it
+// read-only, so the function cannot write.
+func TestExpectationsUncheckableRelationship(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE TABLE written (n int);
+		CREATE FUNCTION keys() RETURNS SETOF text LANGUAGE sql VOLATILE AS $$ INSERT INTO written VALUES (1); SELECT 'a' $$;
+		CREATE VIEW dim_view AS SELECT k FROM keys() AS k`)
+	r := e.runner(now0)
+	refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	changed := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 0 AS v FROM ev", 1)
+	missing := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("relationships", "{column: k, to: nowhere.k}", "error"))}, "t")
+	before := e.targetPrint()
+	res := r.Refresh(context.Background(), reqWindow(missing))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "p.yaml:10:7: flow t: expectation x cannot be checked: ") ||
+		!strings.Contains(res.Err.Error(), `relation "public.nowhere" does not exist`) || strings.Contains(res.Err.Error(), "pq:") {
+		t.Errorf("refresh: %v; want the expectation's position and the server's words", res.Err)
+	}
+	if e.targetPrint() != before {
+		t.Errorf("the target changed")
+	}
+	view := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML("relationships", "{column: k, to: dim_view.k}", "warn"))}, "t")
+	_, err := run.TestExpectations(context.Background(), e.db, view, where(t, view, "d >= date('2026-03-09')"), run.Options{Now: func() time.Time { return now0 }})
+	if err == nil || !strings.Contains(err.Error(), "read-only transaction") {
+		t.Errorf("rwc test through a view whose function writes: %v, want the read-only transaction's refusal", err)
+	}
+	if n := e.count(`SELECT count(*) FROM written`); n != 0 {
+		t.Errorf("rwc test let a function write %d rows", n)
+	}
+}
+
+// A column may be named like the checks' own aliases (n, the count of a
+// duplicated key): unique still counts, within and across the table.
+func TestExpectationsColumnNamedLikeAlias(t *testing.T) {
+	t.Parallel()
+	spec := strings.NewReplacer("      k: text\n      v: integer\n", "      w: text\n      n: integer\n", "SELECT d, k, v FROM ev", "SELECT d, k AS w, v AS n FROM ev").Replace(dailySpec)
+	for _, across := range []string{"", "        across_table: true\n"} {
+		e := newDailyEnv(t)
+		e.exec(`CREATE TABLE dim (w text); INSERT INTO dim VALUES ('a'), ('b')`)
+		f := flow(t, map[string]string{"p.yaml": withExpect(spec, "      u:\n        unique: [n]\n"+across+"      dup:\n        unique: [d]\n"+across+"        severity: warn\n"+
+			"      known:\n        relationships: {column: w, to: dim.w}\n      has_w:\n        not_null: [w]\n")}, "t")
+		res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+		if res.Err != nil || len(res.Expectations) != 4 || !res.Expectations[0].Passed || res.Expectations[1].Failing != 6 || !res.Expectations[2].Passed {
+			t.Fatalf("refresh (across %q): %v, results %+v", across, res.Err, res.Expectations)
+		}
+	}
 }

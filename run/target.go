@@ -75,9 +75,15 @@ type afterColumns struct {
 	changes []compile.ColumnChange
 }
 
-// Error is the refresh's error, saying what stays.
+// Error is the refresh's error, saying what stays: in place of its
+// "unchanged", which is not always its last words (an expectations
+// failure lists the failures after it).
 func (e *afterColumns) Error() string {
-	return strings.TrimSuffix(strings.TrimSuffix(e.err.Error(), unchanged), "; ") + "; " + e.rolledBack()
+	msg := e.err.Error()
+	if strings.Contains(msg, unchanged) {
+		return strings.Replace(msg, unchanged, e.rolledBack(), 1)
+	}
+	return msg + "; " + e.rolledBack()
 }
 
 func (e *afterColumns) Unwrap() error { return e.err }

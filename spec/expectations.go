@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -161,14 +163,19 @@ func loadRows(n *yaml.Node, file string, ds *diag.List) *RowBounds {
 	return r
 }
 
+// decimal is a percentage's number as people write it: strconv.ParseFloat
+// alone also takes "inf" (a bound that never fails), "NaN" and hex floats.
+var decimal = regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
+
 // parsePercent reads "50%" (or "12.5%") as 0.5 (0.125).
 func parsePercent(s string) (float64, error) {
 	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
 	if !ok {
 		return 0, fmt.Errorf("not a percentage (it ends in %%)")
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || f <= 0 || f != f {
+	num = strings.TrimSpace(num)
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !decimal.MatchString(num) || f <= 0 || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("not a percentage above 0")
 	}
 	return f / 100, nil
@@ -249,13 +256,27 @@ func checkExpectColumns(t *Table, e *Expectation) diag.List {
 	return ds
 }
 
+// checkSelfRelationships refuses a relationship of a column to itself: the
+// rows a refresh wrote are in the table by then, so it could never fail
+// (to another column of the same table, parent_id to id, is a check).
+func checkSelfRelationships(t *Table) diag.List {
+	var ds diag.List
+	for _, e := range t.Expect {
+		if r := e.Rel; r != nil && r.ToColumn == r.Column && r.ToTable == t.Name && r.ToSchema == t.Pipeline.Schema {
+			ds.Errorf("RW132", r.ToPos, "name the column of another table the values must exist in, e.g. to: analytics.products.product_id",
+				"expectation %s: relationships.to %q is the column itself: the rows written are in the table, so it always passes", e.Name, r.To)
+		}
+	}
+	return ds
+}
+
 // Definition is what the expectation checks, in one line, the same
 // whatever the YAML's layout: what a plan shows and compares.
 func (e *Expectation) Definition() string {
 	s := e.Kind + ": "
 	switch e.Kind {
 	case ExpectCheck:
-		s += strings.Join(strings.Fields(e.Check.Value), " ")
+		s += OneLine(e.Check.Value)
 	case ExpectNotNull, ExpectUnique:
 		s += "[" + strings.Join(e.Columns.Columns, ", ") + "]"
 		if e.AcrossTable {
@@ -285,4 +306,50 @@ func (e *Expectation) Definition() string {
 // so unique: cannot group by it nor relationships: look it up.
 func noEquality(c *Column) bool {
 	return !c.Type.Array && (c.Type.Base == "json" || c.Type.Base == "xml")
+}
+
+// OneLine is CEL text with its runs of white space outside string literals
+// made one space: the same check however laid out, and a check whose
+// literal changed (even in its spaces) another.
+func OneLine(cel string) string {
+	var b strings.Builder
+	space := false
+	for i := 0; i < len(cel); {
+		c := cel[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			space = true
+			i++
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		n := 1
+		if c == '\'' || c == '"' {
+			raw := i > 0 && (cel[i-1] == 'r' || cel[i-1] == 'R')
+			n = literalLen(cel[i:], raw)
+		}
+		b.WriteString(cel[i : i+n])
+		i += n
+	}
+	return b.String()
+}
+
+// literalLen is the length of the string literal s starts with (all of s
+// when it does not end).
+func literalLen(s string, raw bool) int {
+	q := s[:1]
+	if len(s) >= 3 && s[1:3] == q+q {
+		q = s[:3]
+	}
+	for i := len(q); i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && !raw:
+			i++
+		case strings.HasPrefix(s[i:], q):
+			return i + len(q)
+		}
+	}
+	return len(s)
 }

@@ -21,6 +21,7 @@ func FuzzLoad(f *testing.F) {
 		"pipeline: p\npipeline: q\n",
 		"&a [*a]",
 		"pipeline: \"\\u00e9\\t\"\ntables: {}\n",
+		"pipeline: p\ntables:\n  t:\n    replace_where: d >= current_date()\n    columns: {d: date, k: text}\n    expect:\n      a: {check: k != 'x'}\n      b: {rows: {min: 1, max_change: 50%}}\n      c: {relationships: {column: k, to: s.t.k}}\n      e: {unique: [d, k], across_table: true, severity: warn}\n    query: SELECT d, k FROM s\n",
 	} {
 		f.Add([]byte(s))
 	}

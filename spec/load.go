@@ -212,6 +212,9 @@ func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.Li
 			}
 		}
 	}
+	for _, t := range pl.Tables {
+		ds = append(ds, checkSelfRelationships(t)...)
+	}
 	return pl, ds
 }
 
