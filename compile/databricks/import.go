@@ -191,6 +191,9 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	if len(t.flow.query) == 0 {
 		return nil // reported by checkFlow
 	}
+	if !f.rwcNames(t) {
+		return nil
+	}
 	if _, dup := opt.Flows[t.name]; dup {
 		f.ds.Errorf("RW606", f.pos(t.start), "rename the table, or import into another --out", "a flow named %s is already in the spec directory", t.name)
 		return nil
@@ -213,7 +216,7 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 			"the query is not PostgreSQL after translation: %s", se.Message)
 	}
 	cols := f.columns(t, pgQuery, opt)
-	if cols == nil {
+	if cols == nil || !f.rwcColumnNames(cols, f.pos(t.flow.query[0].start)) {
 		return nil
 	}
 	types := typesOf(cols)
@@ -238,6 +241,49 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	}
 	doc.tables = append(doc.tables, st)
 	return &importedFlow{table: t.name, columns: cols, types: types}
+}
+
+var rwcName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// ValidName is spec's rule for pipeline, table and column names (RW104).
+func ValidName(s string) bool { return len(s) <= 63 && rwcName.MatchString(s) }
+
+// rwcNames refuses a table whose name, schema or declared columns are no
+// rwc names: the spec would not lint, and the table's name is also a file
+// name (backfills/<date>-<table>.yaml), which a quoted `../x` would lead
+// out of the spec directory.
+func (f *fileImport) rwcNames(t *table) bool {
+	ok := f.rwcName("table", t.name, t.start)
+	if t.schema != "" {
+		ok = f.rwcName("schema", t.schema, t.start) && ok
+	}
+	for _, c := range t.columns {
+		ok = f.rwcName("column", c.name, c.start) && ok
+	}
+	return ok
+}
+
+func (f *fileImport) rwcName(what, name string, at int) bool {
+	if ValidName(name) {
+		return true
+	}
+	f.ds.Errorf("RW606", f.pos(at), "rename it in the SQL: a letter or _, then lower-case letters, digits or _, at most 63 bytes",
+		"%s name %q is not an rwc name", what, name)
+	return false
+}
+
+// rwcColumnNames refuses columns typed from the database whose names are
+// no rwc names (an alias "Order Id").
+func (f *fileImport) rwcColumnNames(cols []Column, at diag.Pos) bool {
+	ok := true
+	for _, c := range cols {
+		if !ValidName(c.Name) {
+			f.ds.Errorf("RW606", at, "alias the column in the query: a letter or _, then lower-case letters, digits or _, at most 63 bytes",
+				"the query's column %q is not an rwc name", c.Name)
+			ok = false
+		}
+	}
+	return ok
 }
 
 // checkPredicate compiles the CEL against the columns, reporting what the
