@@ -117,7 +117,7 @@ func (q *qbuild) token(k, j int) int {
 	case t.kind == tQuoted:
 		q.write(t.start, `"`+strings.ReplaceAll(t.value, `"`, `""`)+`"`)
 	case t.kind == tString:
-		if strings.HasPrefix(t.text, "'") && !strings.Contains(t.text, `\`) {
+		if t.text == pgString(t.value) {
 			q.write(t.start, t.text)
 		} else {
 			q.write(t.start, pgString(t.value))
@@ -290,7 +290,7 @@ func (q *qbuild) groupByAll() {
 // reference: up to the end of its name).
 func itemText(sql string, a *query.Analysis, i int) string {
 	off := a.Columns[i].Offset
-	toks := lex(sql[off:])
+	toks := lexPG(sql[off:])
 	var b strings.Builder
 	for k, t := range toks {
 		if k > 0 && t.text != "." && toks[k-1].text != "." {
