@@ -113,7 +113,13 @@ func Import(inputs []Input, opt Options) Result {
 		}
 		f := newFileImport(in.Name, in.Src)
 		p := &parsed{}
-		for _, st := range splitStatements(lex(f.src), len(f.src)) {
+		toks := lex(f.src)
+		if at, deep := tooDeep(toks); deep {
+			res.Diagnostics.Errorf("RW606", f.pos(at), "a pipeline's SQL nests a few brackets deep: split the expression, or check that this is the file you meant",
+				"brackets nest deeper than %d here", maxNesting)
+			continue
+		}
+		for _, st := range splitStatements(toks, len(f.src)) {
 			f.statement(st, p)
 		}
 		name := opt.Pipeline
@@ -152,6 +158,27 @@ func Import(inputs []Input, opt Options) Result {
 		res.Files = nil
 	}
 	return res
+}
+
+// maxNesting bounds how deep the brackets of a file nest: import walks
+// calls and groups recursively, and so do PostgreSQL's parser and CEL's.
+const maxNesting = 256
+
+// tooDeep finds the first bracket past maxNesting.
+func tooDeep(toks []token) (int, bool) {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.kind != tOp:
+		case t.text == "(" || t.text == "[":
+			if depth++; depth > maxNesting {
+				return t.start, true
+			}
+		case t.text == ")" || t.text == "]":
+			depth = max(depth-1, 0)
+		}
+	}
+	return 0, false
 }
 
 func typesOf(cols []Column) map[string]pgtype.Type {

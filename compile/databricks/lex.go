@@ -382,11 +382,38 @@ func match(toks []token, i int) int {
 	return -1
 }
 
+// pairBrackets pairs every bracket of toks with its closing one, as match
+// does, in one pass: pairs[i] is the index closing toks[i], else -1.
+func pairBrackets(toks []token) []int {
+	pairs := make([]int, len(toks))
+	var open []int
+	for i, t := range toks {
+		pairs[i] = -1
+		if t.kind != tOp {
+			continue
+		}
+		switch t.text {
+		case "(", "[":
+			open = append(open, i)
+		case ")", "]":
+			if n := len(open); n > 0 {
+				pairs[open[n-1]] = i
+				open = open[:n-1]
+			}
+		}
+	}
+	return pairs
+}
+
 // lines maps byte offsets of a file to 1-based lines and columns (in
 // characters).
 type lines struct {
 	src    string
 	starts []int
+	// The last offset asked for and its column: diagnostics come in the
+	// order of the file, so counting on from there keeps a long line's
+	// many columns linear.
+	lastLine, lastOff, lastCol int
 }
 
 func newLines(src string) *lines {
@@ -415,5 +442,11 @@ func (l *lines) at(off int) (int, int) {
 			hi = mid - 1
 		}
 	}
-	return lo + 1, utf8.RuneCountInString(l.src[l.starts[lo]:off]) + 1
+	from, col := l.starts[lo], 1
+	if l.lastLine == lo+1 && l.lastOff <= off {
+		from, col = l.lastOff, l.lastCol
+	}
+	col += utf8.RuneCountInString(l.src[from:off])
+	l.lastLine, l.lastOff, l.lastCol = lo+1, off, col
+	return lo + 1, col
 }
