@@ -243,7 +243,11 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 			"the query is not PostgreSQL after translation: %s", se.Message)
 	}
 	cols := f.columns(t, pgQuery, opt)
-	if cols == nil || !f.rwcColumnNames(cols, f.pos(t.flow.query[0].start)) {
+	colsAt := f.pos(t.flow.query[0].start)
+	if t.hasList {
+		colsAt = f.pos(t.listAt)
+	}
+	if cols == nil || !f.rwcColumnNames(cols, colsAt) {
 		return nil
 	}
 	types := typesOf(cols)
@@ -299,11 +303,25 @@ func (f *fileImport) rwcName(what, name string, at int) bool {
 	return false
 }
 
-// rwcColumnNames refuses columns typed from the database whose names are
-// no rwc names (an alias "Order Id").
+// maxColumns is PostgreSQL's limit of columns in a table.
+const maxColumns = 1600
+
+// rwcColumnNames refuses columns whose names are no rwc names (an alias
+// "Order Id" typed from the database), or twice in the table, or more
+// columns than a table can have.
 func (f *fileImport) rwcColumnNames(cols []Column, at diag.Pos) bool {
 	ok := true
+	if len(cols) > maxColumns {
+		f.ds.Errorf("RW606", at, "split the table", "%d columns: PostgreSQL's tables have at most %d", len(cols), maxColumns)
+		return false
+	}
+	seen := map[string]bool{}
 	for _, c := range cols {
+		if seen[c.Name] {
+			f.ds.Errorf("RW606", at, "give each column its own name", "column %s is there twice", c.Name)
+			ok = false
+		}
+		seen[c.Name] = true
 		if !ValidName(c.Name) {
 			f.ds.Errorf("RW606", at, "alias the column in the query: a letter or _, then lower-case letters, digits or _, at most 63 bytes",
 				"the query's column %q is not an rwc name", c.Name)
