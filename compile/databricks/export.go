@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/spec"
@@ -27,7 +28,7 @@ func Export(p *spec.Project) (ExportResult, error) {
 	var res ExportResult
 	for _, pl := range p.Pipelines {
 		var b strings.Builder
-		fmt.Fprintf(&b, "-- Exported by rwc export from %s (pipeline %s).\n", pl.File, pl.Name)
+		b.WriteString(sqlComment(fmt.Sprintf("Exported by rwc export from %s (pipeline %s).", pl.File, pl.Name)))
 		for _, t := range pl.Tables {
 			stmt, nc, err := exportTable(t)
 			if err != nil {
@@ -35,7 +36,7 @@ func Export(p *spec.Project) (ExportResult, error) {
 			}
 			b.WriteString("\n")
 			for _, d := range nc {
-				fmt.Fprintf(&b, "-- rwc: not carried (%s): %s\n", d.Pos, d.Message)
+				b.WriteString(sqlComment(fmt.Sprintf("rwc: not carried (%s): %s", d.Pos, d.Message)))
 			}
 			b.WriteString(stmt)
 			res.NotCarried = append(res.NotCarried, nc...)
@@ -52,6 +53,18 @@ func Export(p *spec.Project) (ExportResult, error) {
 	}
 	res.NotCarried.Sort()
 	return res, nil
+}
+
+// sqlComment is a -- line comment of s, its line breaks and other
+// control characters escaped: a spec file's name may hold a newline, and
+// what followed it would be SQL.
+func sqlComment(s string) string {
+	return "-- " + strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, s) + "\n"
 }
 
 func columnsOf(t *spec.Table) []predicate.Column {
