@@ -55,6 +55,11 @@ are left out; without one, every backfill file is.`,
 			}
 			diag.WriteText(cmd.ErrOrStderr(), res.NotCarried, sourcesOf(p))
 			for _, f := range res.Files {
+				if err := writableInside("rwc export", out, filepath.FromSlash(f.Path)); err != nil {
+					return err
+				}
+			}
+			for _, f := range res.Files {
 				path := filepath.Join(out, filepath.FromSlash(f.Path))
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					return err

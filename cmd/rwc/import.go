@@ -50,6 +50,9 @@ Exit status: 0 written, 1 errors.`,
 			if err != nil {
 				return err
 			}
+			if pipeline != "" && !databricks.ValidName(pipeline) {
+				return fmt.Errorf("--pipeline %q is not a pipeline name: a letter or _, then lower-case letters, digits or _, at most 63 bytes", pipeline)
+			}
 			dir := out
 			if dir == "" {
 				dir = defaultSpecDir
@@ -135,6 +138,9 @@ func existingFlows(dir string) map[string][]databricks.Column {
 func writeImported(cmd *cobra.Command, dir string, files []databricks.File) error {
 	var taken []string
 	for i, f := range files {
+		if err := writableInside("rwc import", dir, filepath.FromSlash(f.Path)); err != nil {
+			return err
+		}
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if !strings.HasPrefix(f.Path, spec.BackfillDir+"/") {
 			if fileExists(p) {
@@ -147,6 +153,9 @@ func writeImported(cmd *cobra.Command, dir string, files []databricks.File) erro
 			p = fmt.Sprintf("%s-%d.yaml", base, n)
 		}
 		files[i].Path, _ = filepath.Rel(dir, p)
+		if err := writableInside("rwc import", dir, files[i].Path); err != nil {
+			return err
+		}
 	}
 	if len(taken) > 0 {
 		return fmt.Errorf("%s already exists: import into another --out, or give --pipeline another name; nothing was written", strings.Join(taken, ", "))

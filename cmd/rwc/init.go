@@ -48,7 +48,7 @@ way when it finds them.`,
 			var write []scaffold.File
 			var conflicts []string
 			for _, rel := range append([]string{".gitignore"}, scaffoldPaths(files)...) {
-				if err := writableInside(root, rel); err != nil {
+				if err := writableInside("rwc init", root, rel); err != nil {
 					return err
 				}
 			}
@@ -114,50 +114,4 @@ func scaffoldPaths(files []scaffold.File) []string {
 		out[i] = f.Path
 	}
 	return out
-}
-
-// writableInside refuses to write rel (a path below root) when a step of
-// it is a symbolic link that leads out of root, or nowhere (a dangling
-// link, which writing would create wherever it points), or when it is
-// there and is no regular file (a named pipe would block the read).
-func writableInside(root, rel string) error {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return err
-	}
-	if realRoot, err = filepath.Abs(realRoot); err != nil {
-		return err
-	}
-	parts := strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/")
-	for i := range parts {
-		p := filepath.Join(root, filepath.Join(parts[:i+1]...))
-		st, err := os.Lstat(p)
-		if os.IsNotExist(err) {
-			return nil // nothing there, nor below: MkdirAll and WriteFile create it
-		}
-		if err != nil {
-			return err
-		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(p)
-			if err == nil {
-				target, err = filepath.Abs(target)
-			}
-			if err != nil || !lexicallyWithin(realRoot, target) {
-				return fmt.Errorf("rwc init writes nothing: %s is a symbolic link that leads outside %s (or nowhere), and rwc init writes no file through one: replace it with the directory or file itself", p, root)
-			}
-			if st, err = os.Stat(p); err != nil {
-				return err
-			}
-		}
-		if i == len(parts)-1 && !st.Mode().IsRegular() {
-			return fmt.Errorf("rwc init writes nothing: %s is there and is not a regular file: move it aside", p)
-		}
-	}
-	return nil
-}
-
-func lexicallyWithin(root, p string) bool {
-	r, err := filepath.Rel(root, p)
-	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/rwc-dev/rwc/diag"
 	"github.com/rwc-dev/rwc/spec"
@@ -27,7 +28,7 @@ func Export(p *spec.Project) (ExportResult, error) {
 	var res ExportResult
 	for _, pl := range p.Pipelines {
 		var b strings.Builder
-		fmt.Fprintf(&b, "-- Exported by rwc export from %s (pipeline %s).\n", pl.File, pl.Name)
+		b.WriteString(sqlComment(fmt.Sprintf("Exported by rwc export from %s (pipeline %s).", pl.File, pl.Name)))
 		for _, t := range pl.Tables {
 			stmt, nc, err := exportTable(t)
 			if err != nil {
@@ -35,7 +36,7 @@ func Export(p *spec.Project) (ExportResult, error) {
 			}
 			b.WriteString("\n")
 			for _, d := range nc {
-				fmt.Fprintf(&b, "-- rwc: not carried (%s): %s\n", d.Pos, d.Message)
+				b.WriteString(sqlComment(fmt.Sprintf("rwc: not carried (%s): %s", d.Pos, d.Message)))
 			}
 			b.WriteString(stmt)
 			res.NotCarried = append(res.NotCarried, nc...)
@@ -52,6 +53,18 @@ func Export(p *spec.Project) (ExportResult, error) {
 	}
 	res.NotCarried.Sort()
 	return res, nil
+}
+
+// sqlComment is a -- line comment of s, its line breaks and other
+// control characters escaped: a spec file's name may hold a newline, and
+// what followed it would be SQL.
+func sqlComment(s string) string {
+	return "-- " + strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, s) + "\n"
 }
 
 func columnsOf(t *spec.Table) []predicate.Column {
@@ -153,21 +166,22 @@ func sparkList(names []string) string {
 func exportQuery(t *spec.Table) (string, diag.List) {
 	var nc diag.List
 	src := strings.TrimRight(t.Query.Value, "\n ")
-	toks := lex(src)
+	toks := lexPG(src)
 	var b strings.Builder
 	last := 0
 	for i, tk := range toks {
 		b.WriteString(src[last:tk.start])
 		last = tk.end
 		switch {
-		case tk.kind == tString && strings.HasPrefix(tk.text, `"`):
-			b.WriteString(sparkIdent(strings.ReplaceAll(tk.text[1:len(tk.text)-1], `""`, `"`)))
+		case tk.kind == tQuoted:
+			b.WriteString(sparkIdent(tk.value))
+		case eString(toks, i+1):
+			// The E of E'…': the string after it is written decoded.
 		case tk.kind == tString:
-			v := strings.ReplaceAll(tk.text[1:len(tk.text)-1], "''", "'")
-			if i > 0 && toks[i-1].end == tk.start && (toks[i-1].word("e") || toks[i-1].word("u&")) {
+			if eString(toks, i) {
 				nc.Warnf("RW620", t.Query.AtOffset(tk.start), "write the string without escapes", "an E'…' string is PostgreSQL's")
 			}
-			b.WriteString(sparkString(v))
+			b.WriteString(sparkString(tk.value))
 		case tk.word("distinct") && i+1 < len(toks) && toks[i+1].word("on"):
 			nc.Warnf("RW620", t.Query.AtOffset(tk.start), "rewrite it with a window function: row_number() OVER (PARTITION BY …) = 1", "DISTINCT ON is PostgreSQL's: Spark SQL has none")
 			b.WriteString(tk.text)
@@ -180,6 +194,12 @@ func exportQuery(t *spec.Table) (string, diag.List) {
 	}
 	b.WriteString(src[last:])
 	return b.String(), nc
+}
+
+// eString says whether toks[i] is an E'…' string.
+func eString(toks []token, i int) bool {
+	return i > 0 && i < len(toks) && toks[i].kind == tString && strings.HasPrefix(toks[i].text, "'") &&
+		toks[i-1].end == toks[i].start && toks[i-1].word("e")
 }
 
 // overridesBody is a pipeline update's request body with the overrides.

@@ -113,7 +113,13 @@ func Import(inputs []Input, opt Options) Result {
 		}
 		f := newFileImport(in.Name, in.Src)
 		p := &parsed{}
-		for _, st := range splitStatements(lex(f.src), len(f.src)) {
+		toks := lex(f.src)
+		if at, deep := tooDeep(toks); deep {
+			res.Diagnostics.Errorf("RW606", f.pos(at), "a pipeline's SQL nests a few brackets deep: split the expression, or check that this is the file you meant",
+				"brackets nest deeper than %d here", maxNesting)
+			continue
+		}
+		for _, st := range splitStatements(toks, len(f.src)) {
 			f.statement(st, p)
 		}
 		name := opt.Pipeline
@@ -154,6 +160,27 @@ func Import(inputs []Input, opt Options) Result {
 	return res
 }
 
+// maxNesting bounds how deep the brackets of a file nest: import walks
+// calls and groups recursively, and so do PostgreSQL's parser and CEL's.
+const maxNesting = 256
+
+// tooDeep finds the first bracket past maxNesting.
+func tooDeep(toks []token) (int, bool) {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.kind != tOp:
+		case t.text == "(" || t.text == "[":
+			if depth++; depth > maxNesting {
+				return t.start, true
+			}
+		case t.text == ")" || t.text == "]":
+			depth = max(depth-1, 0)
+		}
+	}
+	return 0, false
+}
+
 func typesOf(cols []Column) map[string]pgtype.Type {
 	m := map[string]pgtype.Type{}
 	for _, c := range cols {
@@ -191,6 +218,9 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	if len(t.flow.query) == 0 {
 		return nil // reported by checkFlow
 	}
+	if !f.rwcNames(t) {
+		return nil
+	}
 	if _, dup := opt.Flows[t.name]; dup {
 		f.ds.Errorf("RW606", f.pos(t.start), "rename the table, or import into another --out", "a flow named %s is already in the spec directory", t.name)
 		return nil
@@ -213,7 +243,11 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 			"the query is not PostgreSQL after translation: %s", se.Message)
 	}
 	cols := f.columns(t, pgQuery, opt)
-	if cols == nil {
+	colsAt := f.pos(t.flow.query[0].start)
+	if t.hasList {
+		colsAt = f.pos(t.listAt)
+	}
+	if cols == nil || !f.rwcColumnNames(cols, colsAt) {
 		return nil
 	}
 	types := typesOf(cols)
@@ -238,6 +272,63 @@ func (f *fileImport) table(t *table, opt Options, doc *pipelineDoc) *importedFlo
 	}
 	doc.tables = append(doc.tables, st)
 	return &importedFlow{table: t.name, columns: cols, types: types}
+}
+
+var rwcName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// ValidName is spec's rule for pipeline, table and column names (RW104).
+func ValidName(s string) bool { return len(s) <= 63 && rwcName.MatchString(s) }
+
+// rwcNames refuses a table whose name, schema or declared columns are no
+// rwc names: the spec would not lint, and the table's name is also a file
+// name (backfills/<date>-<table>.yaml), which a quoted `../x` would lead
+// out of the spec directory.
+func (f *fileImport) rwcNames(t *table) bool {
+	ok := f.rwcName("table", t.name, t.start)
+	if t.schema != "" {
+		ok = f.rwcName("schema", t.schema, t.start) && ok
+	}
+	for _, c := range t.columns {
+		ok = f.rwcName("column", c.name, c.start) && ok
+	}
+	return ok
+}
+
+func (f *fileImport) rwcName(what, name string, at int) bool {
+	if ValidName(name) {
+		return true
+	}
+	f.ds.Errorf("RW606", f.pos(at), "rename it in the SQL: a letter or _, then lower-case letters, digits or _, at most 63 bytes",
+		"%s name %q is not an rwc name", what, name)
+	return false
+}
+
+// maxColumns is PostgreSQL's limit of columns in a table.
+const maxColumns = 1600
+
+// rwcColumnNames refuses columns whose names are no rwc names (an alias
+// "Order Id" typed from the database), or twice in the table, or more
+// columns than a table can have.
+func (f *fileImport) rwcColumnNames(cols []Column, at diag.Pos) bool {
+	ok := true
+	if len(cols) > maxColumns {
+		f.ds.Errorf("RW606", at, "split the table", "%d columns: PostgreSQL's tables have at most %d", len(cols), maxColumns)
+		return false
+	}
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if seen[c.Name] {
+			f.ds.Errorf("RW606", at, "give each column its own name", "column %s is there twice", c.Name)
+			ok = false
+		}
+		seen[c.Name] = true
+		if !ValidName(c.Name) {
+			f.ds.Errorf("RW606", at, "alias the column in the query: a letter or _, then lower-case letters, digits or _, at most 63 bytes",
+				"the query's column %q is not an rwc name", c.Name)
+			ok = false
+		}
+	}
+	return ok
 }
 
 // checkPredicate compiles the CEL against the columns, reporting what the

@@ -1,6 +1,7 @@
 package databricks
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -43,9 +44,25 @@ func (t token) name() string {
 
 func (t token) isName() bool { return t.kind == tIdent || t.kind == tQuoted }
 
-// lex splits src into tokens; comments and whitespace are dropped. It never
-// fails: an unterminated string or name is one tBadChar token to the end.
-func lex(src string) []token {
+// dialect is whose lexemes a text is written in.
+type dialect int
+
+const (
+	spark    dialect = iota // Databricks pipeline SQL: import's input
+	postgres                // a spec's query: export's input
+)
+
+// lex splits Spark SQL into tokens; comments and whitespace are dropped.
+// It never fails: an unterminated string or name is one tBadChar token to
+// the end.
+func lex(src string) []token { return lexAs(src, spark) }
+
+// lexPG splits PostgreSQL text into tokens: standard strings (a backslash
+// is a character, a doubled quote one quote), E'…' strings, $$…$$ strings
+// (all tString), "…" names (tQuoted).
+func lexPG(src string) []token { return lexAs(src, postgres) }
+
+func lexAs(src string, d dialect) []token {
 	var toks []token
 	i := 0
 	for i < len(src) {
@@ -60,16 +77,15 @@ func lex(src string) []token {
 				i = len(src)
 			}
 		case strings.HasPrefix(src[i:], "/*"):
-			if j := strings.Index(src[i+2:], "*/"); j >= 0 {
-				i += j + 4
-			} else {
-				i = len(src)
-			}
-		case r == '`':
+			i = blockComment(src, i)
+		case r == '`' && d == spark:
 			toks = append(toks, quotedName(src, i))
 			i = toks[len(toks)-1].end
+		case d == postgres && (r == '\'' || r == '"' || r == '$' && dollarTag(src[i:]) != ""):
+			toks = append(toks, pgLiteral(src, i, toks))
+			i = toks[len(toks)-1].end
 		case r == '\'' || r == '"':
-			toks = append(toks, stringLit(src, i))
+			toks = appendSparkString(toks, stringLit(src, i, false))
 			i = toks[len(toks)-1].end
 		case r == '_' || unicode.IsLetter(r):
 			j := i
@@ -79,6 +95,12 @@ func lex(src string) []token {
 					break
 				}
 				j += w2
+			}
+			if d == spark && j == i+1 && (r == 'r' || r == 'R') && j < len(src) && (src[j] == '\'' || src[j] == '"') {
+				// R'…': Spark's raw string, without escapes.
+				toks = appendSparkString(toks, stringLit(src, i, true))
+				i = toks[len(toks)-1].end
+				continue
 			}
 			toks = append(toks, token{kind: tIdent, text: src[i:j], start: i, end: j})
 			i = j
@@ -106,6 +128,42 @@ func lex(src string) []token {
 	return toks
 }
 
+// blockComment is the end of the comment at i. Block comments nest in
+// Spark SQL and in PostgreSQL alike: /* /* */ x */ is one comment, and x
+// is not part of the text.
+func blockComment(src string, i int) int {
+	depth := 0
+	for j := i; j+1 < len(src); {
+		switch src[j : j+2] {
+		case "/*":
+			depth++
+			j += 2
+		case "*/":
+			depth--
+			j += 2
+			if depth == 0 {
+				return j
+			}
+		default:
+			j++
+		}
+	}
+	return len(src)
+}
+
+// appendSparkString appends a string token; one right after another
+// string is one string, as Spark SQL concatenates adjacent strings (a
+// doubled quote inside a string ends it and starts the next: no quote).
+func appendSparkString(toks []token, t token) []token {
+	if n := len(toks); n > 0 && t.kind == tString && toks[n-1].kind == tString {
+		prev := &toks[n-1]
+		prev.value += t.value
+		prev.end = t.end
+		return toks
+	}
+	return append(toks, t)
+}
+
 // quotedName reads `name` at i (“ doubles a backquote).
 func quotedName(src string, i int) token {
 	var b strings.Builder
@@ -126,31 +184,137 @@ func quotedName(src string, i int) token {
 }
 
 // stringLit reads a Spark string at i: quoted with ' or ", backslash
-// escapes as Spark reads them, a doubled quote as one.
-func stringLit(src string, i int) token {
+// escapes as Spark reads them (raw: R'…', none). A doubled quote is not an
+// escape: it ends the string, and the next one begins.
+func stringLit(src string, i int, raw bool) token {
+	open := i
+	if raw {
+		i++
+	}
 	q := src[i]
 	var b strings.Builder
 	j := i + 1
 	for j < len(src) {
 		c := src[j]
 		switch {
-		case c == '\\' && j+1 < len(src):
-			b.WriteString(sparkEscape(src[j+1]))
-			j += 2
-		case c == q && j+1 < len(src) && src[j+1] == q:
-			b.WriteByte(q)
-			j += 2
+		case c == '\\' && j+1 < len(src) && !raw:
+			s, n := sparkEscape(src[j+1:])
+			b.WriteString(s)
+			j += 1 + n
 		case c == q:
-			return token{kind: tString, text: src[i : j+1], value: b.String(), start: i, end: j + 1}
+			return token{kind: tString, text: src[open : j+1], value: b.String(), start: open, end: j + 1}
 		default:
 			b.WriteByte(c)
 			j++
 		}
 	}
-	return token{kind: tBadChar, text: src[i:], start: i, end: len(src)}
+	return token{kind: tBadChar, text: src[open:], start: open, end: len(src)}
 }
 
-func sparkEscape(c byte) string {
+// sparkEscape decodes the escape after a backslash, as Spark's
+// unescapeSQLString does, and says how many bytes it took: \uXXXX,
+// \UXXXXXXXX, three octal digits, the letters below; \% and \_ keep their
+// backslash (for LIKE), any other character stands for itself.
+func sparkEscape(s string) (string, int) {
+	hex := func(n int) (string, int, bool) {
+		if len(s) < 1+n {
+			return "", 0, false
+		}
+		v, err := strconv.ParseUint(s[1:1+n], 16, 32)
+		if err != nil || !utf8.ValidRune(rune(v)) {
+			return "", 0, false
+		}
+		return string(rune(v)), 1 + n, true
+	}
+	switch {
+	case s[0] == 'u':
+		if r, n, ok := hex(4); ok {
+			return r, n
+		}
+	case s[0] == 'U':
+		if r, n, ok := hex(8); ok {
+			return r, n
+		}
+	case len(s) >= 3 && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7':
+		return string(rune((s[0]-'0')*64 + (s[1]-'0')*8 + (s[2] - '0'))), 3
+	}
+	switch s[0] {
+	case 'n':
+		return "\n", 1
+	case 't':
+		return "\t", 1
+	case 'r':
+		return "\r", 1
+	case '0':
+		return "\x00", 1
+	case 'b':
+		return "\b", 1
+	case 'Z':
+		return "\x1a", 1
+	case '%', '_':
+		return "\\" + s[:1], 1
+	}
+	_, n := utf8.DecodeRuneInString(s)
+	return s[:n], n
+}
+
+// dollarTag is the $tag$ opening a PostgreSQL dollar-quoted string at the
+// start of s, or "".
+func dollarTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1]
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || j > 1 && c >= '0' && c <= '9' || c >= 0x80:
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// pgLiteral reads PostgreSQL's '…' (E'…' when the token before is a bare
+// E right against it), $tag$…$tag$ or "…" at i.
+func pgLiteral(src string, i int, before []token) token {
+	bad := token{kind: tBadChar, text: src[i:], start: i, end: len(src)}
+	if src[i] == '$' {
+		tag := dollarTag(src[i:])
+		j := strings.Index(src[i+len(tag):], tag)
+		if j < 0 {
+			return bad
+		}
+		end := i + len(tag) + j + len(tag)
+		return token{kind: tString, text: src[i:end], value: src[i+len(tag) : end-len(tag)], start: i, end: end}
+	}
+	q := src[i]
+	escapes := q == '\'' && len(before) > 0 && before[len(before)-1].end == i && before[len(before)-1].word("e")
+	var b strings.Builder
+	for j := i + 1; j < len(src); j++ {
+		c := src[j]
+		switch {
+		case c == '\\' && escapes && j+1 < len(src):
+			b.WriteString(pgEscape(src[j+1]))
+			j++
+		case c == q && j+1 < len(src) && src[j+1] == q:
+			b.WriteByte(q)
+			j++
+		case c == q:
+			kind := tString
+			if q == '"' {
+				kind = tQuoted
+			}
+			return token{kind: kind, text: src[i : j+1], value: b.String(), start: i, end: j + 1}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return bad
+}
+
+// pgEscape is an E'…' string's escape (the common ones; octal, hex and
+// Unicode escapes stay as written, and export warns of E'…' strings).
+func pgEscape(c byte) string {
 	switch c {
 	case 'n':
 		return "\n"
@@ -158,14 +322,14 @@ func sparkEscape(c byte) string {
 		return "\t"
 	case 'r':
 		return "\r"
-	case '0':
-		return "\x00"
 	case 'b':
 		return "\b"
-	case 'Z':
-		return "\x1a"
+	case 'f':
+		return "\f"
+	case '\\', '\'':
+		return string(c)
 	}
-	return string(c)
+	return "\\" + string(c)
 }
 
 // sparkString writes s as a Spark string literal: single quotes, with
@@ -218,11 +382,38 @@ func match(toks []token, i int) int {
 	return -1
 }
 
+// pairBrackets pairs every bracket of toks with its closing one, as match
+// does, in one pass: pairs[i] is the index closing toks[i], else -1.
+func pairBrackets(toks []token) []int {
+	pairs := make([]int, len(toks))
+	var open []int
+	for i, t := range toks {
+		pairs[i] = -1
+		if t.kind != tOp {
+			continue
+		}
+		switch t.text {
+		case "(", "[":
+			open = append(open, i)
+		case ")", "]":
+			if n := len(open); n > 0 {
+				pairs[open[n-1]] = i
+				open = open[:n-1]
+			}
+		}
+	}
+	return pairs
+}
+
 // lines maps byte offsets of a file to 1-based lines and columns (in
 // characters).
 type lines struct {
 	src    string
 	starts []int
+	// The last offset asked for and its column: diagnostics come in the
+	// order of the file, so counting on from there keeps a long line's
+	// many columns linear.
+	lastLine, lastOff, lastCol int
 }
 
 func newLines(src string) *lines {
@@ -251,5 +442,11 @@ func (l *lines) at(off int) (int, int) {
 			hi = mid - 1
 		}
 	}
-	return lo + 1, utf8.RuneCountInString(l.src[l.starts[lo]:off]) + 1
+	from, col := l.starts[lo], 1
+	if l.lastLine == lo+1 && l.lastOff <= off {
+		from, col = l.lastOff, l.lastCol
+	}
+	col += utf8.RuneCountInString(l.src[from:off])
+	l.lastLine, l.lastOff, l.lastCol = lo+1, off, col
+	return lo + 1, col
 }

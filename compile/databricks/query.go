@@ -62,6 +62,7 @@ var reviewFunctions = map[string]string{
 type qbuild struct {
 	f     *fileImport
 	toks  []token
+	pairs []int // pairs[i]: the token closing the bracket toks[i] opens, or -1
 	out   strings.Builder
 	from  []int
 	to    []int
@@ -85,7 +86,7 @@ func (q *qbuild) source(off int) int {
 
 // translateQuery is the flow's query in PostgreSQL.
 func (f *fileImport) translateQuery(toks []token, end int) (string, *qbuild) {
-	q := &qbuild{f: f, toks: toks}
+	q := &qbuild{f: f, toks: toks, pairs: pairBrackets(toks)}
 	q.span(0, len(toks))
 	if n := len(toks); n > 0 && end > toks[n-1].end {
 		// A comment after the last token (an rwc:nolint, say) stays.
@@ -117,7 +118,7 @@ func (q *qbuild) token(k, j int) int {
 	case t.kind == tQuoted:
 		q.write(t.start, `"`+strings.ReplaceAll(t.value, `"`, `""`)+`"`)
 	case t.kind == tString:
-		if strings.HasPrefix(t.text, "'") && !strings.Contains(t.text, `\`) {
+		if t.text == pgString(t.value) {
 			q.write(t.start, t.text)
 		} else {
 			q.write(t.start, pgString(t.value))
@@ -142,7 +143,7 @@ func (q *qbuild) token(k, j int) int {
 func (q *qbuild) typeName(k, j int) int {
 	end := k + 1
 	if end < j && q.toks[end].text == "(" {
-		if m := match(q.toks, end); m > 0 && m < j {
+		if m := q.pairs[end]; m > 0 && m < j {
 			end = m + 1
 		}
 	}
@@ -155,20 +156,25 @@ func (q *qbuild) typeName(k, j int) int {
 	return end - 1
 }
 
+// next is the token after toks[i] and, when it opens a bracket, all
+// inside it: walking a call's arguments so takes time linear in the
+// query however deeply its calls nest.
+func (q *qbuild) next(i int) int {
+	if q.pairs[i] > i {
+		return q.pairs[i] + 1
+	}
+	return i + 1
+}
+
 // args are the index ranges of the arguments inside the brackets open..close.
 func (q *qbuild) args(open, close int) [][2]int {
 	var out [][2]int
 	if close == open+1 {
 		return nil
 	}
-	depth, from := 0, open+1
-	for i := open + 1; i < close; i++ {
-		switch t := q.toks[i]; {
-		case t.kind == tOp && (t.text == "(" || t.text == "["):
-			depth++
-		case t.kind == tOp && (t.text == ")" || t.text == "]"):
-			depth--
-		case t.kind == tOp && t.text == "," && depth == 0:
+	from := open + 1
+	for i := open + 1; i < close; i = q.next(i) {
+		if t := q.toks[i]; t.kind == tOp && t.text == "," {
 			out = append(out, [2]int{from, i})
 			from = i + 1
 		}
@@ -179,7 +185,7 @@ func (q *qbuild) args(open, close int) [][2]int {
 func (q *qbuild) call(k, j int) int {
 	t := q.toks[k]
 	open := k + 1
-	close := match(q.toks, open)
+	close := q.pairs[open]
 	if close < 0 || close >= j {
 		q.write(t.start, t.text)
 		return k
@@ -215,14 +221,8 @@ func (q *qbuild) call(k, j int) int {
 func (q *qbuild) cast(k, open, close int) int {
 	t := q.toks[k]
 	as := -1
-	depth := 0
-	for i := open + 1; i < close; i++ {
-		switch {
-		case q.toks[i].text == "(":
-			depth++
-		case q.toks[i].text == ")":
-			depth--
-		case depth == 0 && q.toks[i].word("as"):
+	for i := open + 1; i < close; i = q.next(i) {
+		if q.toks[i].word("as") {
 			as = i
 		}
 	}
@@ -290,7 +290,7 @@ func (q *qbuild) groupByAll() {
 // reference: up to the end of its name).
 func itemText(sql string, a *query.Analysis, i int) string {
 	off := a.Columns[i].Offset
-	toks := lex(sql[off:])
+	toks := lexPG(sql[off:])
 	var b strings.Builder
 	for k, t := range toks {
 		if k > 0 && t.text != "." && toks[k-1].text != "." {
