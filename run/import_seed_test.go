@@ -29,6 +29,24 @@ JOIN product_dim p
   ON o.product_id = p.product_id;
 `
 
+// seedFlowLong is the same flow in the seeds' long form.
+const seedFlowLong = `CREATE STREAMING TABLE orders_enriched;
+
+CREATE FLOW orders_enriched AS
+INSERT INTO orders_enriched BY NAME
+REPLACE WHERE date >= date_add(current_date(), -7)
+SELECT
+  o.order_id,
+  o.date,
+  o.region,
+  p.product_name,
+  o.qty,
+  o.price
+FROM orders_fct o
+JOIN product_dim p
+  ON o.product_id = p.product_id;
+`
+
 const seedOverrides = `[
   {"flow_name": "orders_enriched", "predicate_override": "date BETWEEN '2020-01-01' AND '2024-12-31'"},
   {"flow_name": "orders_enriched", "predicate_override": "date >= date_add(current_date(), -30)"},
@@ -53,6 +71,16 @@ func TestImportedSeedRefresh(t *testing.T) {
 	files := map[string]string{}
 	for _, f := range res.Files {
 		files[f.Path] = string(f.Content)
+	}
+	// The long form (CREATE STREAMING TABLE, then CREATE FLOW … INSERT INTO
+	// … BY NAME REPLACE WHERE) imports to the same spec, so the refreshes
+	// below are its too.
+	long := databricks.Import([]databricks.Input{{Name: "orders.sql", Src: []byte(seedFlowLong)}},
+		databricks.Options{At: now, Describe: func(q string) ([]databricks.Column, error) {
+			return run.DescribeQuery(context.Background(), e.db, q)
+		}})
+	if long.Diagnostics.HasErrors() || len(long.Files) != 1 || files[long.Files[0].Path] != string(long.Files[0].Content) {
+		t.Fatalf("the long form imported otherwise (%v):\n%v", long.Diagnostics, long.Files)
 	}
 	p := project(t, files)
 	f := p.Flow("orders_enriched")
