@@ -236,9 +236,32 @@ func (pi *predicateImport) op(e *query.Expr) (string, int) {
 	if !ok || len(e.Args) != 2 || c.form != infix || c.op == predicate.OpAnd || c.op == predicate.OpOr {
 		return pi.unsupported(e, "", "operator %s has no equivalent in rwc's predicates", e.Name)
 	}
+	for _, a := range e.Args {
+		if loose(a) {
+			// PostgreSQL's parser, which read it, binds IN, BETWEEN and LIKE
+			// tighter than a comparison; Spark looser: b1 < b2 IN (FALSE) is
+			// b1 < (b2 IN (FALSE)) here and (b1 < b2) IN (FALSE) on
+			// Databricks. Which was meant cannot be told, so neither is
+			// imported.
+			return pi.unsupported(a, "write it as Databricks reads it, the comparison in parentheses: (b1 < b2) IN (FALSE)",
+				"a comparison of an IN, BETWEEN or LIKE is read otherwise by Spark SQL (which binds the comparison first) than by PostgreSQL")
+		}
+	}
 	l := pi.operand(e.Args[0], e.Args[1])
 	r := pi.operand(e.Args[1], e.Args[0])
 	return l + " " + c.cel + " " + r, precRel
+}
+
+// loose reports whether e is an IN, BETWEEN or LIKE, which Spark SQL binds
+// looser than a comparison and PostgreSQL tighter.
+func loose(e *query.Expr) bool {
+	switch e.Kind {
+	case query.ExprIn, query.ExprBetween:
+		return true
+	case query.ExprOther:
+		return e.Name == "LIKE" || e.Name == "ILIKE" || e.Name == "SIMILAR TO"
+	}
+	return false
 }
 
 // dateArith reads d + n, d - n and d ± INTERVAL 'n days' as date_add.
