@@ -29,22 +29,18 @@ func (e *env) targetPrint() string {
 
 // expectCases are one passing and one failing expectation of every kind,
 // over the daily flow's rows (d, k in a/b, v = day or 10 × day); setup runs
-// before the checked refresh.
-var expectCases = []struct {
-	name, passing, failing string
-	setup                  string
-	failingRows            int64
-}{
-	{name: "check", passing: "v >= 0", failing: "v < 50", failingRows: 3},
-	{name: "check_current_date", passing: "d <= current_date()", failing: "d < current_date()", failingRows: 2},
-	{name: "check_null", passing: "v != null", failing: "k != null", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
-	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1},
-	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6},
-	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1},
-	{name: "rows", passing: "{min: 6, max: 6}", failing: "{min: 7}", failingRows: 1},
-	{name: "rows_max", passing: "{max: 100}", failing: "{max: 5}", failingRows: 1},
-	{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1},
-	{name: "relationships", passing: "{column: k, to: dim.k}", failing: "{column: k, to: dim_a.k}", failingRows: 3},
+// before the checked refresh, a window refresh (checked: the window's rows).
+var expectCases = []modeCase{
+	{name: "check", passing: "v >= 0", failing: "v < 50", failingRows: 3, checked: 6},
+	{name: "check_current_date", passing: "d <= current_date()", failing: "d < current_date()", failingRows: 2, checked: 6},
+	{name: "check_null", passing: "v != null", failing: "k != null", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1, checked: 7},
+	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1, checked: 7},
+	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6, checked: 6},
+	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1, checked: 6},
+	{name: "rows", passing: "{min: 6, max: 6}", failing: "{min: 7}", failingRows: 1, checked: 6},
+	{name: "rows_max", passing: "{max: 100}", failing: "{max: 5}", failingRows: 1, checked: 6},
+	{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1, checked: 5},
+	{name: "relationships", passing: "{column: k, to: dim.k}", failing: "{column: k, to: dim_a.k}", failingRows: 3, checked: 6},
 }
 
 // expectYAML is the expect: entry of case c with the given value.
@@ -72,37 +68,9 @@ func expectYAML(kind, value, severity string) string {
 func TestExpectationsWindowRefresh(t *testing.T) {
 	t.Parallel()
 	changed := strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT d, k, v + 0 AS v FROM ev", 1)
-	for _, c := range expectCases {
-		for _, tc := range []struct {
-			variant, value, severity string
-			fails                    bool
-		}{
-			{"pass", c.passing, "error", false},
-			{"error", c.failing, "error", true},
-			{"warn", c.failing, "warn", false},
-		} {
-			t.Run(c.name+"/"+tc.variant, func(t *testing.T) {
-				t.Parallel()
-				e := newDailyEnv(t)
-				e.exec(`CREATE TABLE dim (k text); INSERT INTO dim VALUES ('a'), ('b'); CREATE TABLE dim_a (k text); INSERT INTO dim_a VALUES ('a')`)
-				r := e.runner(now0)
-				refresh(t, r, reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
-				if c.setup != "" {
-					e.exec(c.setup)
-				}
-				before := e.targetPrint()
-				f := flow(t, map[string]string{"p.yaml": withExpect(changed, expectYAML(c.name, tc.value, tc.severity))}, "t")
-				res := r.Refresh(context.Background(), reqWindow(f))
-				checkExpectResult(t, e, res, tc.fails, tc.variant != "pass", c.failingRows)
-				if res.Action != compile.ActionRecomputeWindow {
-					t.Errorf("action %s, want recompute_window", res.Action)
-				}
-				if after := e.targetPrint(); (after == before) != tc.fails {
-					t.Errorf("target unchanged: %v, want %v", after == before, tc.fails)
-				}
-			})
-		}
-	}
+	expectInMode(t, changed, expectCases, compile.ActionRecomputeWindow, func(e *env) {
+		refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+	}, func(_ *testing.T, f *compile.Flow) run.Request { return reqWindow(f) })
 }
 
 // checkExpectResult checks one refresh's expectation result x: whether the
