@@ -2,6 +2,8 @@ package run_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,44 +16,16 @@ import (
 // The seeds' orders_enriched flow (the short form, no column list) and
 // their three overrides, imported with the columns typed by the database:
 // the spec lints clean, and each refresh leaves exactly the rows the
-// seeds' semantics give, computed here straight from the sources.
-const seedFlow = `CREATE STREAMING TABLE orders_enriched
-FLOW REPLACE WHERE date >= date_add(current_date(), -7) BY NAME
-SELECT
-  o.order_id,
-  o.date,
-  o.region,
-  p.product_name,
-  o.qty,
-  o.price
-FROM orders_fct o
-JOIN product_dim p
-  ON o.product_id = p.product_id;
-`
-
-// seedFlowLong is the same flow in the seeds' long form.
-const seedFlowLong = `CREATE STREAMING TABLE orders_enriched;
-
-CREATE FLOW orders_enriched AS
-INSERT INTO orders_enriched BY NAME
-REPLACE WHERE date >= date_add(current_date(), -7)
-SELECT
-  o.order_id,
-  o.date,
-  o.region,
-  p.product_name,
-  o.qty,
-  o.price
-FROM orders_fct o
-JOIN product_dim p
-  ON o.product_id = p.product_id;
-`
-
-const seedOverrides = `[
-  {"flow_name": "orders_enriched", "predicate_override": "date BETWEEN '2020-01-01' AND '2024-12-31'"},
-  {"flow_name": "orders_enriched", "predicate_override": "date >= date_add(current_date(), -30)"},
-  {"flow_name": "orders_enriched", "predicate_override": "date >= date_add(current_date(), -30) AND region = 'asia'"}
-]`
+// seeds' semantics give, computed here straight from the sources. The
+// inputs are the import corpus's.
+func seedInput(t *testing.T, name, file string) databricks.Input {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "compile", "databricks", "testdata", "import", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return databricks.Input{Name: name, Src: b}
+}
 
 func TestImportedSeedRefresh(t *testing.T) {
 	e := newEnv(t)
@@ -61,7 +35,7 @@ func TestImportedSeedRefresh(t *testing.T) {
 		INSERT INTO product_dim VALUES (1, 'tea'), (2, 'coffee');
 		INSERT INTO orders_fct SELECT n, DATE '2019-12-01' + (n * 7) % 2380, (ARRAY['asia', 'emea', 'amer'])[1 + n % 3], 1 + n % 2, n % 5, n % 97
 			FROM generate_series(1, 3000) n`)
-	res := databricks.Import([]databricks.Input{{Name: "orders.sql", Src: []byte(seedFlow)}, {Name: "overrides.json", Src: []byte(seedOverrides)}},
+	res := databricks.Import([]databricks.Input{seedInput(t, "orders.sql", "orders_enriched_short/input.sql"), seedInput(t, "overrides.json", "orders_overrides/overrides.json")},
 		databricks.Options{At: now, Describe: func(q string) ([]databricks.Column, error) {
 			return run.DescribeQuery(context.Background(), e.db, q)
 		}})
@@ -75,7 +49,7 @@ func TestImportedSeedRefresh(t *testing.T) {
 	// The long form (CREATE STREAMING TABLE, then CREATE FLOW … INSERT INTO
 	// … BY NAME REPLACE WHERE) imports to the same spec, so the refreshes
 	// below are its too.
-	long := databricks.Import([]databricks.Input{{Name: "orders.sql", Src: []byte(seedFlowLong)}},
+	long := databricks.Import([]databricks.Input{seedInput(t, "orders.sql", "orders_enriched_long/input.sql")},
 		databricks.Options{At: now, Describe: func(q string) ([]databricks.Column, error) {
 			return run.DescribeQuery(context.Background(), e.db, q)
 		}})
