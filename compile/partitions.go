@@ -358,9 +358,9 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if full {
 		return s, nil
 	}
-	outside, err := f.swappable(d)
-	if err != nil {
-		return s, nil // no window to keep out of: the override deletes and inserts
+	outside, ok := f.swappable(d)
+	if !ok {
+		return s, nil
 	}
 	var swapped []dateRange
 	for _, r := range ranges {
@@ -412,21 +412,19 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	return s, nil
 }
 
-// swappable is where an override (d) may swap partitions in: outside the
-// flow's window, which its store step fingerprints before any swap (nil:
-// anywhere, a window refresh).
-func (f *Flow) swappable(d Decision) (*predicate.Predicate, error) {
+// swappable is where d may swap partitions in: anywhere (nil) for a
+// window refresh; outside the flow's window for an override, whose store
+// step fingerprints the window before any swap could run. Not ok: an
+// override with no window to keep out of deletes and inserts throughout.
+func (f *Flow) swappable(d Decision) (outside *predicate.Predicate, ok bool) {
 	if d.Action != ActionBackfill {
-		return nil, nil
+		return nil, true
 	}
 	if d.Window == nil {
-		return nil, fmt.Errorf("no window")
+		return nil, false
 	}
 	outside, issues := f.CompilePredicate("!(" + d.Window.Root.CEL() + ")")
-	if len(issues) > 0 {
-		return nil, fmt.Errorf("%s", issues[0].Message)
-	}
-	return outside, nil
+	return outside, len(issues) == 0
 }
 
 // rangesCEL is the union of ranges (in order), adjacent ones merged, as
