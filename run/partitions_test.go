@@ -22,6 +22,20 @@ func (e *env) partitions(table string) []string {
 		WHERE i.inhparent = '` + table + `'::regclass ORDER BY 1`)
 }
 
+// keyedIndexes lists a table's indexes as "primary attached", attached
+// the number of parent indexes it is attached to.
+func (e *env) keyedIndexes(table string) []string {
+	return e.rows(`SELECT i.indisprimary::text || ' ' || (SELECT count(*) FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+		FROM pg_index i WHERE i.indrelid = '` + table + `'::regclass ORDER BY 1`)
+}
+
+// primaryKey is the columns of a table's valid primary key ("" none).
+func (e *env) primaryKey(table string) string {
+	return e.value(`SELECT coalesce(string_agg(a.attname, ',' ORDER BY a.attnum), '') FROM pg_index i
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+		WHERE i.indrelid = '` + table + `'::regclass AND i.indisprimary AND i.indisvalid`)
+}
+
 // oidOf is a table's oid, as text ("" when it does not exist).
 func (e *env) oidOf(table string) string {
 	return e.value(`SELECT coalesce(to_regclass($1)::oid::text, '')`, table)
@@ -175,7 +189,7 @@ func TestPartitionPrimaryKeySwap(t *testing.T) {
 	checkOutcome(t, res, compile.ActionIncremental)
 	parent := e.rows(`SELECT i.indisprimary::text FROM pg_index i WHERE i.indrelid = 't'::regclass ORDER BY 1`)
 	for _, p := range []string{"t_p20260308", "t_p20260309"} {
-		got := e.rows(`SELECT i.indisprimary::text || ' ' || (SELECT count(*) FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) FROM pg_index i WHERE i.indrelid = '` + p + `'::regclass ORDER BY 1`)
+		got := e.keyedIndexes(p)
 		if len(got) != len(parent) || !slices.Contains(got, "(\"true 1\")") {
 			t.Errorf("%s has indexes %v (primary, attached), want one attached each of the parent's %v", p, got, parent)
 		}
@@ -556,7 +570,7 @@ func TestPartitionPrimaryKeyAdded(t *testing.T) {
 	parts := e.rows(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 't'::regclass ORDER BY 1`)
 	for _, p := range parts {
 		p = strings.Trim(p, "()")
-		got := e.rows(`SELECT i.indisprimary::text || ' ' || (SELECT count(*) FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) FROM pg_index i WHERE i.indrelid = '` + p + `'::regclass ORDER BY 1`)
+		got := e.keyedIndexes(p)
 		if !slices.Contains(got, "(\"true 1\")") {
 			t.Errorf("%s has indexes %v (primary, attached), want its key attached to the parent's", p, got)
 		}
@@ -576,12 +590,12 @@ func TestPartitionPrimaryKeyAdded(t *testing.T) {
 	}
 	// The key it replaces is still there, and the next apply, once the
 	// row is fixed, makes the new one.
-	if v := e.value(`SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 't'::regclass AND i.indisprimary`); v != "d,k" {
+	if v := e.primaryKey("t"); v != "d,k" {
 		t.Errorf("after the failed change the parent's key is on %q, want the old one (d,k)", v)
 	}
 	e.exec(`UPDATE t_p20260301 SET v = 0 WHERE v IS NULL`)
 	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dup}, "t")))
-	if v := e.value(`SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 't'::regclass AND i.indisprimary AND i.indisvalid`); v != "d,k,v" {
+	if v := e.primaryKey("t"); v != "d,k,v" {
 		t.Errorf("after the fix the parent's key is on %q, want d,k,v", v)
 	}
 	if got := e.count(`SELECT count(*) FROM t`); got != 13 {
