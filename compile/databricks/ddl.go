@@ -373,8 +373,20 @@ func (f *fileImport) skipClause(r *reader) {
 
 func (f *fileImport) inlineFlow(r *reader, t *table) {
 	fl := &flow{name: t.name, at: r.toks[r.i-3].start, predAt: r.peek(0).start}
+	fl.pred = r.predicate()
+	fl.byName = r.accept("by", "name")
+	r.accept("as")
+	fl.query, fl.end = r.toks[r.i:], r.stop
+	t.flow = fl
+	f.checkFlow(fl)
+}
+
+// predicate reads a REPLACE WHERE predicate's tokens: up to BY NAME or the
+// query, a bracket's content whole (a subquery's SELECT is the
+// predicate's).
+func (r *reader) predicate() []token {
 	from := r.i
-	for !r.done() && !(r.peek(0).word("by") && r.peek(1).word("name")) && !r.queryStart() {
+	for !r.done() && !r.queryStart() && !(r.peek(0).word("by") && r.peek(1).word("name")) {
 		if r.peek(0).text == "(" {
 			if j := match(r.toks, r.i); j > 0 {
 				r.i = j + 1
@@ -383,12 +395,7 @@ func (f *fileImport) inlineFlow(r *reader, t *table) {
 		}
 		r.i++
 	}
-	fl.pred = r.toks[from:r.i]
-	fl.byName = r.accept("by", "name")
-	r.accept("as")
-	fl.query, fl.end = r.toks[r.i:], r.stop
-	t.flow = fl
-	f.checkFlow(fl)
+	return r.toks[from:r.i]
 }
 
 func (f *fileImport) checkFlow(fl *flow) {
@@ -429,17 +436,7 @@ func (f *fileImport) createFlow(r *reader, p *parsed, stmt int) {
 		return
 	}
 	fl.predAt = r.peek(0).start
-	from := r.i
-	for !r.done() && !r.queryStart() && !(r.peek(0).word("by") && r.peek(1).word("name")) {
-		if r.peek(0).text == "(" {
-			if j := match(r.toks, r.i); j > 0 {
-				r.i = j + 1
-				continue
-			}
-		}
-		r.i++
-	}
-	fl.pred = r.toks[from:r.i]
+	fl.pred = r.predicate()
 	if r.accept("by", "name") {
 		fl.byName = true
 	}
