@@ -152,6 +152,8 @@ func TestPartitionBackfillSwapsOutsideWindow(t *testing.T) {
 	e.exec(`UPDATE ev SET v = v + 1000 WHERE d BETWEEN '2026-03-05' AND '2026-03-07'`)
 	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-05') && d <= date('2026-03-09')")})
 	checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
+	// New tables (another oid), which hold no dead rows: the statistics'
+	// dead-row count, reported late, could not tell.
 	if e.oidOf("t_p20260305") == oids["t_p20260305"] || e.oidOf("t_p20260306") == oids["t_p20260306"] {
 		t.Errorf("the partitions outside the window were not swapped in: %v", e.partitions("t"))
 	}
@@ -163,9 +165,6 @@ func TestPartitionBackfillSwapsOutsideWindow(t *testing.T) {
 	}
 	if res.RowsDeleted != 10 || res.RowsInserted != 10 {
 		t.Errorf("the backfill deleted %d and inserted %d rows, want 10 and 10", res.RowsDeleted, res.RowsInserted)
-	}
-	if dead := e.count(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 't_p20260305'`); dead != 0 {
-		t.Errorf("%d dead rows in a swapped partition", dead)
 	}
 	res = refresh(t, e.runner(now0), reqWindow(f))
 	checkOutcome(t, res, compile.ActionIncremental)
