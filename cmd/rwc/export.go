@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -59,15 +58,8 @@ are left out; without one, every backfill file is.`,
 					return err
 				}
 			}
-			for _, f := range res.Files {
-				path := filepath.Join(out, filepath.FromSlash(f.Path))
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(path, f.Content, 0o644); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", path)
+			if err := writeFiles(cmd.OutOrStdout(), out, res.Files); err != nil {
+				return err
 			}
 			if applied > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "left out %s the database's ledger shows applied\n", diag.Plural(applied, "backfill file"))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -160,15 +159,8 @@ func writeImported(cmd *cobra.Command, dir string, files []databricks.File) erro
 	if len(taken) > 0 {
 		return fmt.Errorf("%s already exists: import into another --out, or give --pipeline another name; nothing was written", strings.Join(taken, ", "))
 	}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, f.Content, 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", p)
+	if err := writeFiles(cmd.OutOrStdout(), dir, files); err != nil {
+		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "imported %s into %s: review them, run rwc lint %s and commit\n", diag.Plural(len(files), "file"), dir, dir)
 	return nil

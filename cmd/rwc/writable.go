@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rwc-dev/rwc/compile/databricks"
 )
 
 // writableInside refuses to write rel (a path below root: one that
@@ -58,4 +61,20 @@ func writableInside(who, root, rel string) error {
 func lexicallyWithin(root, p string) bool {
 	r, err := filepath.Rel(root, p)
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
+}
+
+// writeFiles writes files (checked by writableInside first) under dir,
+// saying each.
+func writeFiles(w io.Writer, dir string, files []databricks.File) error {
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.Content, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "wrote %s\n", p)
+	}
+	return nil
 }
