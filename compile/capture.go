@@ -167,7 +167,7 @@ func (f *Flow) perPartition(insert string) string {
 		return ""
 	}
 	col := pq.QuoteIdentifier(f.PartitionBy)
-	return "WITH ins AS (" + insert + "\nRETURNING " + col + ") SELECT (" + col + ")::text, count(*) FROM ins GROUP BY 1"
+	return "WITH ins AS (" + insert + "\nRETURNING " + col + ") SELECT (" + col + ")::text, count(*) FROM ins GROUP BY " + col
 }
 
 var targetCheckWords = map[TargetCheck]string{TargetNotProbed: "not_probed", TargetPending: "pending", TargetClean: "clean", TargetChanged: "changed"}

@@ -41,7 +41,8 @@ type CheckCounts struct {
 	// followed by Checks.RowsFor's failing counts.
 	Before map[string]int64
 	Rows   map[string][]int64
-	// Apart are the failing counts of Checks.Apart, by expectation.
+	// Apart are the failing counts of Checks.Apart, and of
+	// Checks.Repeated's (those not run failed none), by expectation.
 	Apart map[int]int64
 }
 

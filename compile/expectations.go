@@ -88,13 +88,18 @@ type Checks struct {
 	Before string
 	// Rows counts the rows written and, in the same pass, the failing rows
 	// of every check and not_null expectation (RowsFor lists which, in
-	// column order after the partition value and the row count); per
-	// partition value when Before is set.
+	// column order after the partition value and the row count), then
+	// DistinctFor's counts; per partition value when Before is set or a
+	// unique key holds the partition column.
 	Rows    string
 	RowsFor []int
 	// Apart are the expectations counted by a query of their own (unique,
 	// relationships): each returns one row, the failing rows' count.
 	Apart []CheckQuery
+	// DistinctFor are the unique expectations that Rows checks in its pass
+	// (two counts each, after RowsFor's), with the query that counts the
+	// failing rows, run only when the pass found a key repeated.
+	DistinctFor []CheckQuery
 	// Samples[i] fetches up to MaxSamples failing rows of expectation i,
 	// run only when it fails ("": none to fetch, rows: says it all).
 	Samples []string
@@ -104,6 +109,27 @@ type Checks struct {
 type CheckQuery struct {
 	For int
 	SQL string
+}
+
+// Counts is how many counts a row of Rows holds after its partition
+// value.
+func (c Checks) Counts() int { return 1 + len(c.RowsFor) + 2*len(c.DistinctFor) }
+
+// Repeated are the queries of the unique expectations whose counts in
+// rows (Rows' answer, by partition value) show a key repeated: they count
+// the rows that share theirs.
+func (c Checks) Repeated(rows map[string][]int64) []CheckQuery {
+	var out []CheckQuery
+	for j, q := range c.DistinctFor {
+		at := 1 + len(c.RowsFor) + 2*j
+		for _, row := range rows {
+			if row[at] != row[at+1] {
+				out = append(out, q)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // After is what a refresh always sends after its write, in order.
@@ -254,15 +280,15 @@ func (f *Flow) TestChecks(where *predicate.Predicate, rc predicate.Resolution) (
 func (f *Flow) checksOn(w written, rc predicate.Resolution, compare bool) (Checks, error) {
 	c := Checks{Samples: make([]string, len(f.Expectations))}
 	from := "(\n" + w.rows + "\n) AS w"
-	// Per partition value only when rows.max_change compares them.
+	by := f.groupBy(compare)
+	// Grouped by the column itself, its text only in the output: a cast of
+	// every row to text cost a third of the pass (docs/benchmarks.md).
 	key, group := "NULL::text", ""
-	for _, e := range f.Expectations {
-		if compare && e.Kind == spec.ExpectRows && e.Rows.MaxChange > 0 && f.PartitionBy != "" {
-			key, group = "("+pq.QuoteIdentifier(f.PartitionBy)+")::text", " GROUP BY 1"
-		}
+	if by != "" {
+		key, group = "("+pq.QuoteIdentifier(by)+")::text", " GROUP BY "+pq.QuoteIdentifier(by)
 	}
 	counts := []string{key, "count(*)"}
-	grouped := false
+	var distincts []string // after counts, in DistinctFor's order
 	for i, e := range f.Expectations {
 		switch e.Kind {
 		case spec.ExpectCheck, spec.ExpectNotNull:
@@ -273,31 +299,100 @@ func (f *Flow) checksOn(w written, rc predicate.Resolution, compare bool) (Check
 			counts = append(counts, "count(*) FILTER (WHERE "+bad+")")
 			c.RowsFor = append(c.RowsFor, i)
 			c.Samples[i] = f.sampleRows(from, bad)
-		case spec.ExpectRows:
-			grouped = grouped || (compare && e.Rows.MaxChange > 0)
 		case spec.ExpectUnique:
 			q, sample, err := f.uniqueSQL(e, from, w)
 			if err != nil {
 				return Checks{}, err
 			}
-			c.Apart = append(c.Apart, CheckQuery{For: i, SQL: q})
 			c.Samples[i] = sample
+			if distinct := distinctWithin(e, by); distinct != nil {
+				distincts = append(distincts, distinct...)
+				c.DistinctFor = append(c.DistinctFor, CheckQuery{For: i, SQL: q})
+				continue
+			}
+			c.Apart = append(c.Apart, CheckQuery{For: i, SQL: q})
 		case spec.ExpectRelationships:
 			q, sample := relationshipSQL(e, from)
 			c.Apart = append(c.Apart, CheckQuery{For: i, SQL: q})
 			c.Samples[i] = sample
 		}
 	}
-	c.Rows = "SELECT " + strings.Join(counts, ", ") + " FROM " + from
-	if grouped {
+	c.Rows = "SELECT " + strings.Join(append(counts, distincts...), ", ") + " FROM " + from + group
+	if compare && f.comparesRows() {
 		scope, err := w.scope("")
 		if err != nil {
 			return Checks{}, err
 		}
-		c.Rows += group
 		c.Before = fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s%s", key, f.Target(), scope, group)
 	}
 	return c, nil
+}
+
+// comparesRows reports whether a rows: expectation compares with the
+// rows before the write (max_change).
+func (f *Flow) comparesRows() bool {
+	for _, e := range f.Expectations {
+		if e.Kind == spec.ExpectRows && e.Rows.MaxChange > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// groupBy is the partition column the checks' pass counts by ("": one
+// row for all): when rows.max_change compares partitions, or when a
+// unique key holds the column, which turns the key's check into a count
+// of distinct values per partition in the same pass (distinctWithin).
+func (f *Flow) groupBy(compare bool) string {
+	if f.PartitionBy == "" {
+		return ""
+	}
+	if compare && f.comparesRows() {
+		return f.PartitionBy
+	}
+	for _, e := range f.Expectations {
+		if distinctWithin(e, f.PartitionBy) != nil {
+			return f.PartitionBy
+		}
+	}
+	return ""
+}
+
+// distinctWithin is, for a unique expectation whose key holds the
+// partition column by (the pass groups by it), the two counts of the
+// pass that tell whether the key repeats in a partition: the rows with
+// the whole key, and their distinct values of the key's other columns.
+// They differ only when a key repeats; the exact count of the rows that
+// share theirs (Checks.DistinctFor's query) is read then only. A sort
+// per partition of the rest of the key costs a fraction of a hash of the
+// whole window's keys (docs/benchmarks.md). nil: not so for e.
+func distinctWithin(e *Expectation, by string) []string {
+	if e.Kind != spec.ExpectUnique || e.AcrossTable || by == "" {
+		return nil
+	}
+	var rest, notNull []string
+	has := false
+	for _, c := range e.Columns.Columns {
+		q := pq.QuoteIdentifier(c)
+		notNull = append(notNull, q+" IS NOT NULL")
+		if c == by {
+			has = true
+			continue
+		}
+		rest = append(rest, q)
+	}
+	if !has {
+		return nil
+	}
+	value := pq.QuoteIdentifier(by)
+	switch {
+	case len(rest) == 1:
+		value = rest[0]
+	case len(rest) > 1:
+		value = "ROW(" + strings.Join(rest, ", ") + ")"
+	}
+	filter := " FILTER (WHERE " + strings.Join(notNull, " AND ") + ")"
+	return []string{"count(*)" + filter, "count(DISTINCT " + value + ")" + filter}
 }
 
 // failing is the SQL condition of a row that fails a check or not_null

@@ -42,11 +42,12 @@ func TestExpectationChangesInsideStrings(t *testing.T) {
 	}
 }
 
-// One pass for the row checks and not_null, over the window written;
-// unique and relationships apart; rows.max_change per partition, with a
-// count before the write.
+// One pass for the row checks, not_null and a unique key that holds the
+// partition column (two counts per partition); a unique key without it
+// and relationships apart; rows.max_change per partition, with a count
+// before the write.
 func TestChecksSQL(t *testing.T) {
-	f := expectFlow(t, "      a:\n        check: v >= 0\n      b:\n        not_null: [k]\n      c:\n        unique: [d, k]\n      r:\n        relationships: {column: k, to: dim.k}\n      n:\n        rows: {max_change: 50%}\n")
+	f := expectFlow(t, "      c:\n        unique: [d, k]\n      a:\n        check: v >= 0\n      b:\n        not_null: [k]\n      r:\n        relationships: {column: k, to: dim.k}\n      n:\n        rows: {max_change: 50%}\n      u:\n        unique: [k]\n")
 	s, err := f.Statements(f.Predicate, false, compile.Observation{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,16 +56,29 @@ func TestChecksSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(c.Before, `SELECT ("d")::text, count(*) FROM "public"."t" WHERE ("d" >= DATE '2026-03-01') GROUP BY 1`) {
+	if !strings.HasPrefix(c.Before, `SELECT ("d")::text, count(*) FROM "public"."t" WHERE ("d" >= DATE '2026-03-01') GROUP BY "d"`) {
 		t.Errorf("before: %s", c.Before)
 	}
-	if !strings.Contains(c.Rows, `count(*) FILTER (WHERE NOT ("v" >= 0)), count(*) FILTER (WHERE "k" IS NULL) FROM (`) || !strings.HasSuffix(c.Rows, ") AS w GROUP BY 1") {
+	pass := `count(*) FILTER (WHERE NOT ("v" >= 0)), count(*) FILTER (WHERE "k" IS NULL), count(*) FILTER (WHERE "d" IS NOT NULL AND "k" IS NOT NULL), count(DISTINCT "k") FILTER (WHERE "d" IS NOT NULL AND "k" IS NOT NULL) FROM (`
+	if !strings.Contains(c.Rows, pass) || !strings.HasSuffix(c.Rows, `) AS w GROUP BY "d"`) {
 		t.Errorf("rows: %s", c.Rows)
 	}
-	if fmt.Sprint(c.RowsFor) != "[0 1]" || len(c.Apart) != 2 || c.Apart[0].For != 2 || c.Apart[1].For != 3 {
-		t.Errorf("rows for %v, apart %+v", c.RowsFor, c.Apart)
+	if fmt.Sprint(c.RowsFor) != "[1 2]" || len(c.DistinctFor) != 1 || c.DistinctFor[0].For != 0 || len(c.Apart) != 2 || c.Apart[0].For != 3 || c.Apart[1].For != 5 {
+		t.Errorf("rows for %v, distinct for %+v, apart %+v", c.RowsFor, c.DistinctFor, c.Apart)
 	}
-	if c.Samples[4] != "" || c.Samples[0] == "" || c.Samples[3] == "" {
+	if c.Counts() != 5 {
+		t.Errorf("counts %d, want the row count, 2 failing counts, 2 of the key", c.Counts())
+	}
+	// The key's exact count is read only where a partition's key repeats.
+	clean := map[string][]int64{"2026-03-01": {3, 0, 0, 3, 3}, "2026-03-02": {2, 0, 0, 1, 1}}
+	if q := c.Repeated(clean); len(q) != 0 {
+		t.Errorf("repeated in %v: %+v", clean, q)
+	}
+	clean["2026-03-02"] = []int64{2, 0, 0, 2, 1}
+	if q := c.Repeated(clean); len(q) != 1 || q[0].For != 0 {
+		t.Errorf("repeated in %v: %+v, want c's query", clean, q)
+	}
+	if c.Samples[4] != "" || c.Samples[0] == "" || c.Samples[1] == "" || c.Samples[3] == "" {
 		t.Errorf("samples %q", c.Samples)
 	}
 	// Nothing written, nothing checked.

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,8 +46,7 @@ func (rt *refreshTx) expect(ctx context.Context) error {
 	if !rt.f.HasExpectations() {
 		// Results of expectations the spec no longer has are not the
 		// flow's any more (rwc status).
-		_, err := rt.tx.ExecContext(ctx, `DELETE FROM rwc.expectation_results WHERE flow = $1`, rt.f.Name())
-		return err
+		return recordResults(ctx, rt.tx, rt.f.Name(), nil, "committed", rt.res.StartedAt)
 	}
 	checks, err := rt.f.Checks(rt.stmts, rt.checkTime())
 	if err != nil || checks.Rows == "" {
@@ -131,10 +131,10 @@ func logResults(log interface{ Write([]byte) (int, error) }, flow string, result
 // with samples of those that failed.
 func runChecks(ctx context.Context, tx *sql.Tx, f *compile.Flow, checks compile.Checks, before map[string]int64) ([]compile.ExpectationResult, error) {
 	n := compile.CheckCounts{Before: before, Rows: map[string][]int64{}, Apart: map[int]int64{}}
-	if err := rowCounts(ctx, tx, checks.Rows, len(checks.RowsFor)+1, n.Rows); err != nil {
+	if err := rowCounts(ctx, tx, checks.Rows, checks.Counts(), n.Rows); err != nil {
 		return nil, checkError(f, -1, err)
 	}
-	for _, q := range checks.Apart {
+	for _, q := range append(checks.Apart, checks.Repeated(n.Rows)...) {
 		var v int64
 		if err := tx.QueryRowContext(ctx, q.SQL).Scan(&v); err != nil {
 			return nil, checkError(f, q.For, err)
@@ -266,33 +266,47 @@ func sampleText(names []string, vals []sql.NullString) string {
 // recordResults keeps each expectation's last result, for rwc status,
 // and forgets those of expectations the flow no longer has: in the
 // refresh's transaction when it commits, on its own when it rolled back
-// (outcome says which).
+// (outcome says which). One statement, whatever the count: a refresh
+// holds its locks meanwhile.
 func recordResults(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, flow string, results []compile.ExpectationResult, outcome string, at time.Time) error {
+	type row struct {
+		Name     string   `json:"name"`
+		Kind     string   `json:"kind"`
+		Severity string   `json:"severity"`
+		At       string   `json:"at"`
+		Passed   bool     `json:"passed"`
+		Failing  int64    `json:"failing"`
+		Checked  int64    `json:"checked_rows"`
+		Message  string   `json:"message"`
+		Samples  []string `json:"samples"`
+	}
+	rows := make([]row, len(results))
 	names := make([]string, len(results))
 	for i, r := range results {
 		names[i] = r.Name
+		rows[i] = row{r.Name, r.Kind, r.Severity, r.Pos.String(), r.Passed, r.Failing, r.Checked, r.Message, r.Samples}
+		if rows[i].Samples == nil {
+			rows[i].Samples = []string{}
+		}
 	}
-	if _, err := q.ExecContext(ctx, `DELETE FROM rwc.expectation_results WHERE flow = $1 AND NOT (name = ANY($2))`, flow, pq.Array(names)); err != nil {
+	doc, err := json.Marshal(rows)
+	if err != nil {
 		return err
 	}
-	for _, r := range results {
-		samples := r.Samples
-		if samples == nil {
-			samples = []string{}
-		}
-		if _, err := q.ExecContext(ctx, `INSERT INTO rwc.expectation_results
+	_, err = q.ExecContext(ctx, `WITH gone AS (DELETE FROM rwc.expectation_results WHERE flow = $1 AND NOT (name = ANY($2)))
+		INSERT INTO rwc.expectation_results
 			(flow, name, kind, severity, at, passed, failing, checked_rows, message, samples, outcome, checked_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (flow, name) DO UPDATE SET kind = EXCLUDED.kind, severity = EXCLUDED.severity, at = EXCLUDED.at,
-				passed = EXCLUDED.passed, failing = EXCLUDED.failing, checked_rows = EXCLUDED.checked_rows,
-				message = EXCLUDED.message, samples = EXCLUDED.samples, outcome = EXCLUDED.outcome, checked_at = EXCLUDED.checked_at`,
-			flow, r.Name, r.Kind, r.Severity, r.Pos.String(), r.Passed, r.Failing, r.Checked, r.Message, pq.Array(samples), outcome, at); err != nil {
-			return err
-		}
-	}
-	return nil
+		SELECT $1, r.name, r.kind, r.severity, r.at, r.passed, r.failing, r.checked_rows, r.message,
+			ARRAY(SELECT jsonb_array_elements_text(r.samples)), $4, $5
+		FROM jsonb_to_recordset($3::jsonb) AS r(name text, kind text, severity text, at text, passed boolean,
+			failing bigint, checked_rows bigint, message text, samples jsonb)
+		ON CONFLICT (flow, name) DO UPDATE SET kind = EXCLUDED.kind, severity = EXCLUDED.severity, at = EXCLUDED.at,
+			passed = EXCLUDED.passed, failing = EXCLUDED.failing, checked_rows = EXCLUDED.checked_rows,
+			message = EXCLUDED.message, samples = EXCLUDED.samples, outcome = EXCLUDED.outcome, checked_at = EXCLUDED.checked_at`,
+		flow, pq.Array(names), string(doc), outcome, at)
+	return err
 }
 
 // Tested is one flow's expectations checked on its target as it is (rwc

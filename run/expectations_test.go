@@ -37,6 +37,9 @@ var expectCases = []modeCase{
 	{name: "not_null", passing: "[d, v]", failing: "[k]", setup: `INSERT INTO ev VALUES ('2026-03-09', NULL, 5)`, failingRows: 1, checked: 7},
 	{name: "unique", passing: "[d, k]", failing: "[d]", failingRows: 6, checked: 6},
 	{name: "unique_across_table", passing: "[d, k]", failing: "[v]", setup: `INSERT INTO public.t VALUES ('2026-03-01', 'z', 10)`, failingRows: 1, checked: 6},
+	// A key of the partition column and another repeats within a day only
+	// (counted per day in the pass: see compile.Checks.DistinctFor).
+	{name: "unique_per_day", passing: "[v, d]", failing: "[d, k]", setup: `INSERT INTO ev VALUES ('2026-03-09', 'a', 7)`, failingRows: 2, checked: 7},
 	{name: "rows", passing: "{min: 6, max: 6}", failing: "{min: 7}", failingRows: 1, checked: 6},
 	{name: "rows_max", passing: "{max: 100}", failing: "{max: 5}", failingRows: 1, checked: 6},
 	{name: "rows_max_change", passing: "{max_change: 60%}", failing: "{max_change: 40%}", setup: `DELETE FROM ev WHERE d = '2026-03-09' AND k = 'a'`, failingRows: 1, checked: 5},
@@ -52,6 +55,8 @@ func expectYAML(kind, value, severity string) string {
 		key = "check"
 	case "unique_across_table":
 		key, across = "unique", "        across_table: true\n"
+	case "unique_per_day":
+		key = "unique"
 	case "rows_max", "rows_max_change":
 		key = "rows"
 	}
@@ -101,6 +106,10 @@ func checkExpectResult(t *testing.T, e *env, res run.Result, fails, failing bool
 	}
 	if got := e.value(`SELECT passed || ' ' || outcome FROM rwc.expectation_results WHERE flow = 't' AND name = 'x'`); got != map[bool]string{true: "false", false: "true"}[failing]+" "+outcome {
 		t.Errorf("recorded %q", got)
+	}
+	kept := e.value(`SELECT concat_ws('|', failing, checked_rows, at, message, array_to_string(samples, '|')) FROM rwc.expectation_results WHERE flow = 't' AND name = 'x'`)
+	if want := strings.Join([]string{strconv.FormatInt(x.Failing, 10), strconv.FormatInt(x.Checked, 10), x.Pos.String(), x.Message, strings.Join(x.Samples, "|")}, "|"); kept != want {
+		t.Errorf("recorded %q, want %q", kept, want)
 	}
 }
 
