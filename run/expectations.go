@@ -59,7 +59,6 @@ func (rt *refreshTx) expect(ctx context.Context) error {
 	rt.res.Expectations = results
 	failed := failedOf(rt.f.Name(), results)
 	if failed == nil {
-		logResults(rt.r.opts.Log, rt.f.Name(), results)
 		return recordResults(ctx, rt.tx, rt.f.Name(), results, "committed", rt.res.StartedAt)
 	}
 	return failed
@@ -118,7 +117,9 @@ func describe(r compile.ExpectationResult) string {
 	return s
 }
 
-// logResults prints the warnings of a refresh that commits.
+// logResults prints the warnings of a refresh once it committed: a
+// refresh retried after a serialization failure, or whose commit failed,
+// warns of nothing it did not keep.
 func logResults(log interface{ Write([]byte) (int, error) }, flow string, results []compile.ExpectationResult) {
 	for _, r := range results {
 		if !r.Passed {

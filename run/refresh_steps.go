@@ -60,6 +60,7 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err := rt.tx.Commit(); err != nil {
 		return err
 	}
+	logResults(r.opts.Log, rt.f.Name(), res.Expectations)
 	if !locked.IsZero() {
 		// What readers of the target can have waited for: the exchange and
 		// the commit (docs/benchmarks.md measures it from a reader's side).
