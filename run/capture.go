@@ -21,6 +21,10 @@ type capture struct {
 	parted  []compile.Probe  // the sources fingerprinted per partition...
 	later   *asideProbe      // ...when they are probed beside the write
 	forced  compile.Reason   // why the whole sources force the whole window (wholeReason)
+	// epochs: what the triggers of a flow capturing by them vouch for;
+	// skipped: they vouch that nothing changed, and nothing was probed.
+	epochs  epochs
+	skipped bool
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A
@@ -41,9 +45,20 @@ func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 
 func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) error {
 	var err error
+	if f.CapturesByTriggers() && req.Mode == Window {
+		if c.epochs, err = readEpochs(ctx, tx, f); err != nil {
+			return err
+		}
+	}
 	if req.Mode == Window && dec.Action == compile.ActionIncremental {
 		if c.stored, err = loadFingerprints(ctx, tx, f.Name()); err != nil {
 			return err
+		}
+		// The stored fingerprints are the tables' own still: the window
+		// they cover is the window now, and nothing changed since.
+		if c.stored.taken && c.epochs.unchanged() && st.PredicateCEL == window.Root.CEL() {
+			c.skipped = true
+			return nil
 		}
 		if c.stored.taken {
 			prior, _ := f.StoredWindow(st.FlowState)
@@ -133,6 +148,9 @@ func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow,
 func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
 	if pre.Action != compile.ActionIncremental {
 		return pre, nil
+	}
+	if c.skipped {
+		return c.f.DecideCapture(pre, c.window, compile.Captured{Target: compile.TargetClean}), nil
 	}
 	check := compile.TargetNotProbed
 	if c.target != nil {

@@ -110,10 +110,13 @@ func TestIncrementalEquivalence(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do; %d fallbacks: %v), %d overrides, %d full refreshes; %d partitions swapped in whole",
-		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.fallbacks, total.reasons, total.overrides, total.fulls, total.swapped)
+	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do, %d of those unprobed: triggers vouched; %d fallbacks: %v), %d overrides, %d full refreshes; %d partitions swapped in whole",
+		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.unprobed, total.fallbacks, total.reasons, total.overrides, total.fulls, total.swapped)
 	if sequences >= 50 && total.swapped == 0 {
 		t.Errorf("no partition was swapped: the partitioned sequences test nothing of the swap")
+	}
+	if sequences >= 50 && total.unprobed == 0 {
+		t.Errorf("no refresh skipped its probes: the sequences capturing by triggers test nothing of what the triggers vouch for")
 	}
 	if !t.Failed() && done.Load() != int64(sequences) {
 		t.Errorf("ran %d sequences, want %d", done.Load(), sequences)
@@ -136,6 +139,7 @@ func envInt(t *testing.T, name string, def int) int {
 type eqStats struct {
 	refreshes, incremental, partial, nothing, fallbacks, overrides, fulls int
 	swapped                                                               int // partitions swapped in whole
+	unprobed                                                              int // refreshes whose triggers vouched that nothing changed
 	reasons                                                               map[compile.Reason]int
 }
 
@@ -148,6 +152,7 @@ func (s *eqStats) add(o eqStats) {
 	s.overrides += o.overrides
 	s.fulls += o.fulls
 	s.swapped += o.swapped
+	s.unprobed += o.unprobed
 	if s.reasons == nil {
 		s.reasons = map[compile.Reason]int{}
 	}
@@ -328,6 +333,9 @@ type eqSeq struct {
 	// interval: the target is partitioned by d, one partition per day,
 	// week or month ("": a plain target), for about half the sequences.
 	interval string
+	// triggers: the flow captures by triggers (capture: triggers), for
+	// about half the sequences, which also take blind-spot steps.
+	triggers bool
 	f        *flowT
 	now      int
 	nextID   int
@@ -378,10 +386,11 @@ func (q *eqSeq) run() {
 	if part := rand.New(rand.NewPCG(uint64(q.seed), 0xfa27)); part.IntN(2) == 0 {
 		q.interval = []string{"day", "week", "month"}[part.IntN(3)]
 	}
+	q.triggers = rand.New(rand.NewPCG(uint64(q.seed), 0x7219)).IntN(2) == 0
 	q.now = eqStart
 	q.touched, q.dirty, q.maybeDirty, q.dmlDays = map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}
 	q.win = q.randomWindow()
-	q.logf("shape %q, window %s, now day %d, partitioned by %q", q.shape.name, q.win.cel(), q.now, q.interval)
+	q.logf("shape %q, window %s, now day %d, partitioned by %q, capture by triggers %v", q.shape.name, q.win.cel(), q.now, q.interval, q.triggers)
 
 	e.exec(`CREATE TABLE dim (k int PRIMARY KEY, name text);
 		INSERT INTO dim VALUES (1, 'n1'), (2, 'n2'), (3, 'n3');
@@ -486,6 +495,9 @@ func (q *eqSeq) reload() {
 		"    query: |\n      " + q.shape.query + "\n"
 	if q.interval != "" {
 		spec += "    partitioning: {by: d, interval: " + q.interval + "}\n"
+	}
+	if q.triggers {
+		spec += "    capture: triggers\n"
 	}
 	q.f = flow(q.t, map[string]string{"p.yaml": spec}, "t")
 	if !q.f.Incremental() {
@@ -601,6 +613,9 @@ func (q *eqSeq) refresh() {
 		} else {
 			q.stats.nothing++
 		}
+		if strings.Contains(res.Capture, "no probe") {
+			q.stats.unprobed++
+		}
 	default:
 		q.stats.fallbacks++
 		for _, r := range res.Reasons {
@@ -688,6 +703,9 @@ func (q *eqSeq) randomAction() {
 	if q.shape.fact2 && q.rng.IntN(3) == 0 {
 		source = "fact2"
 	}
+	if q.triggers && q.rng.IntN(6) == 0 {
+		q.blindSpot(source)
+	}
 	switch r := q.rng.IntN(100); {
 	case r < 18: // insert
 		for range 1 + q.rng.IntN(3) {
@@ -766,6 +784,60 @@ func (q *eqSeq) randomAction() {
 	default:
 		q.now += 1 + q.rng.IntN(2)
 		q.logf("time moves to day %d", q.now)
+	}
+}
+
+// blindSpot breaks what a flow capturing by triggers relies on, on a
+// table it reads, for the random steps that follow (until rwc's next
+// refresh reinstalls what it can): the next refresh must probe the table,
+// and find what changed meanwhile. Some steps write past the trigger
+// themselves.
+func (q *eqSeq) blindSpot(source string) {
+	e := q.e
+	// Of the tables the flow reads, one that has rwc's trigger now.
+	tables := e.rows(`SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE t.tgname = 'rwc_capture' AND c.relname IN ('` + source + `', 'dim') ORDER BY 1`)
+	if len(tables) == 0 {
+		return
+	}
+	table := strings.Trim(tables[q.rng.IntN(len(tables))], "()")
+	switch q.rng.IntN(5) {
+	case 0:
+		e.exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER rwc_capture`)
+		q.logf("disable the trigger on %s", table)
+	case 1:
+		e.exec(`DROP TRIGGER IF EXISTS rwc_capture ON ` + table)
+		q.logf("drop the trigger on %s", table)
+	case 2:
+		// Disabled and enabled again by the steps that follow's time: the
+		// trigger is back, but missed what was written meanwhile.
+		if table == "dim" {
+			return // the dimension's writes below are a step's own
+		}
+		q.nextID++
+		day := q.randomDay()
+		// Enabled again as rwc made it (only its catalog row's version
+		// shows), or as a restore does (ENABLE TRIGGER ALL: origin only).
+		disable, enable := "TRIGGER rwc_capture", "ALWAYS TRIGGER rwc_capture"
+		if q.rng.IntN(2) == 0 {
+			disable, enable = "TRIGGER ALL", "TRIGGER ALL"
+		}
+		e.exec(fmt.Sprintf(`ALTER TABLE %[1]s DISABLE %[2]s; INSERT INTO %[1]s VALUES (%[3]d, DATE '%[4]s', 1, 7); ALTER TABLE %[1]s ENABLE %[5]s`,
+			table, disable, q.nextID, eqDate(day), enable))
+		q.touch(day)
+		q.logf("insert into %s on day %d with its trigger disabled, then enable it", table, day)
+	case 3:
+		if table == "dim" {
+			return
+		}
+		q.nextID++
+		day := q.randomDay()
+		e.exec(fmt.Sprintf(`BEGIN; SET LOCAL session_replication_role = replica; INSERT INTO %s VALUES (%d, DATE '%s', 2, 9); COMMIT`, table, q.nextID, eqDate(day)))
+		q.touch(day)
+		q.logf("insert into %s on day %d as a replica", table, day)
+	default:
+		e.exec(`CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
+		q.logf("replace rwc.capture() with one that logs nothing")
 	}
 }
 

@@ -117,6 +117,21 @@ func (p prints) rewritten(v string) (int64, bool) {
 	return fp[1], p.rewrite != nil && ok && fp[0] == rewrittenCounted
 }
 
+// targetRows is the rows the stored fingerprints count in the target
+// (a rewrite's mark counts the rows inserted).
+func (p prints) targetRows() int64 {
+	var n int64
+	for k, v := range p.parts {
+		if k.source == "" && !k.whole {
+			n += max(v[0], 0)
+		}
+	}
+	if p.rewrite != nil {
+		n += p.rewrite.inserted
+	}
+	return n
+}
+
 func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRow, error) {
 	rows, err := tx.QueryContext(ctx, p.SQL)
 	if err != nil {
@@ -446,6 +461,9 @@ func changedValues(f *compile.Flow, window *predicate.Predicate, sources []finge
 // holds in the window now.
 func storeCapture(ctx context.Context, tx *sql.Tx, c *capture, dec compile.Decision, override bool, window, resolved *predicate.Predicate, dirtyBefore []string, inserted int64, counts map[string]int64) (int64, error) {
 	f := c.f
+	if c.skipped {
+		return c.stored.targetRows(), nil // nothing changed: what is stored stays true
+	}
 	sources, err := c.allSources(ctx, tx)
 	if err != nil {
 		return 0, queryError(f, err)
@@ -559,8 +577,9 @@ func storeFingerprints(ctx context.Context, tx *sql.Tx, f *compile.Flow, window 
 			f.Name(), pq.Array(values), rewrittenKey.value); err != nil {
 			return err
 		}
-	} else if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.fingerprints WHERE flow = $1`, f.Name()); err != nil {
-		return err
+	} else if _, err := tx.ExecContext(ctx, `WITH gone AS (DELETE FROM rwc.captures WHERE flow = $1)
+		DELETE FROM rwc.fingerprints WHERE flow = $1`, f.Name()); err != nil {
+		return err // what triggers vouch for goes with the fingerprints they vouch for (storeEpochs)
 	}
 	rows := append([]fingerprintRow(nil), target...)
 	if !targetOnly {

@@ -134,7 +134,10 @@ type Result struct {
 	Partitions []string `json:"partitions,omitempty"`
 	// Swapped are the first days of the partitions of a partitioned target
 	// that the refresh swapped in whole (the rest it deleted and inserted).
-	Swapped  []string      `json:"swapped,omitempty"`
+	Swapped []string `json:"swapped,omitempty"`
+	// Capture: what a flow capturing by triggers found of them (whether
+	// nothing changed, so that nothing was probed, or why it probed).
+	Capture  string        `json:"capture,omitempty"`
 	Duration time.Duration `json:"-"`
 	Err      error         `json:"-"`
 	// deadAgain: rows the refresh inserted and deleted again (an
@@ -407,6 +410,9 @@ func insertEvent(ctx context.Context, q interface {
 	m := map[string]any{"rows_outside_window_lost": res.RowsOutside, "columns": res.Columns, "partitions": res.Partitions}
 	if len(res.Swapped) > 0 {
 		m["swapped"] = res.Swapped
+	}
+	if res.Capture != "" {
+		m["capture"] = res.Capture
 	}
 	if res.RowsLost > 0 {
 		m["rows_lost"] = res.RowsLost

@@ -18,6 +18,14 @@ import (
 // change first.
 func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request, res *Result, resolved *predicate.Predicate) error {
 	rt := &refreshTx{r: r, f: req.Flow, req: req, res: res, resolved: resolved, c: &capture{}, counts: map[string]int64{}}
+	release := func() {}
+	if rt.f.CapturesByTriggers() {
+		var err error
+		if release, err = holdCapture(ctx, conn); err != nil {
+			return err
+		}
+	}
+	defer func() { release() }()
 	// A refresh that fingerprints probes the target, and sometimes its
 	// sources, on connections of their own.
 	var spare *spareConns
@@ -60,6 +68,9 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err := rt.tx.Commit(); err != nil {
 		return err
 	}
+	release()
+	release = func() {}
+	rt.afterCapture(ctx)
 	logResults(r.opts.Log, rt.f.Name(), res.Expectations)
 	if !locked.IsZero() {
 		// What readers of the target can have waited for: the exchange and
@@ -267,6 +278,25 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	return nil
 }
 
+// afterCapture is a flow capturing by triggers' work once its refresh
+// committed: rwc's trigger on the tables that lack it (the target, after
+// its first refresh), and the change log's rows no flow needs any more.
+// Neither can fail the refresh, which has committed: what could not be
+// done is said, and tried again next time.
+func (rt *refreshTx) afterCapture(ctx context.Context) {
+	if rt.c.epochs == nil {
+		return
+	}
+	if rt.c.epochs.lacksTriggers() {
+		for _, note := range installCaptureTriggers(ctx, rt.r.db, rt.f, rt.r.opts.LockTimeout) {
+			fmt.Fprintln(rt.r.opts.Log, note)
+		}
+	}
+	if err := collectChangeLog(ctx, rt.r.db, rt.f); err != nil {
+		fmt.Fprintf(rt.r.opts.Log, "%s: clearing rwc.change_log: %s\n", rt.f.Name(), serverWords(err))
+	}
+}
+
 // swap exchanges a partitioned target's staged partitions for the old
 // ones, last before the commit (Runner.swapPartitions). The probes aside
 // have ended by now (store waited for them), and with them their locks on
@@ -291,6 +321,14 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 		if windowRows, err = storeCapture(ctx, rt.tx, rt.c, rt.dec, req.Mode == Override, rt.fpWindow, rt.resolved, rt.dirtyBefore, res.RowsInserted, rt.counts); err != nil {
 			return churn{}, err
 		}
+		if rt.c.epochs != nil {
+			if err := storeEpochs(ctx, rt.tx, f, rt.c.epochs); err != nil {
+				return churn{}, err
+			}
+		}
+	}
+	if rt.c.epochs != nil {
+		res.Capture = rt.c.epochs.summary(rt.c.skipped)
 	}
 	if req.Mode != Override {
 		// An override does not change the flow: its window, and the window

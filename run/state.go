@@ -13,7 +13,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add (or drop what can no longer be read); an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 6
+const stateVersion = 7
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -122,6 +122,25 @@ var migrations = []string{
 		outcome      text NOT NULL,
 		checked_at   timestamptz NOT NULL,
 		PRIMARY KEY (flow, name)
+	);`,
+	// 7: capture: triggers (run/capture_triggers.go). change_log holds one
+	// row per transaction that changed a table carrying rwc's trigger;
+	// captures, per flow and table, what the last refresh that stored the
+	// flow's fingerprints saw of it: its trigger and catalog rows (token),
+	// its snapshot, and for the target the refresh's own transaction.
+	`CREATE TABLE rwc.change_log (
+		relid oid  NOT NULL,
+		xid   xid8 NOT NULL,
+		PRIMARY KEY (relid, xid)
+	);
+	CREATE TABLE rwc.captures (
+		flow     text NOT NULL,
+		relid    oid NOT NULL,
+		relation text NOT NULL,
+		token    text NOT NULL,
+		snapshot pg_snapshot NOT NULL,
+		writer   xid8,
+		PRIMARY KEY (flow, relid)
 	);`,
 }
 

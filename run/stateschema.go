@@ -142,6 +142,22 @@ var stateSchema = []stateTable{
 			{name: "checked_at", typ: "timestamp with time zone", notNull: true},
 		},
 		keys: []stateKey{{kind: "primary key", cols: []string{"flow", "name"}}}},
+	{name: "change_log", since: 7, what: "which tables with rwc's capture trigger changed, by transaction",
+		columns: []stateColumn{
+			{name: "relid", typ: "oid", notNull: true},
+			{name: "xid", typ: "xid8", notNull: true},
+		},
+		keys: []stateKey{{kind: "primary key", cols: []string{"relid", "xid"}}}},
+	{name: "captures", since: 7, what: "what the last refresh of each flow capturing by triggers saw of its tables",
+		columns: []stateColumn{
+			{name: "flow", typ: "text", notNull: true},
+			{name: "relid", typ: "oid", notNull: true},
+			{name: "relation", typ: "text", notNull: true},
+			{name: "token", typ: "text", notNull: true},
+			{name: "snapshot", typ: "pg_snapshot", notNull: true},
+			{name: "writer", typ: "xid8"},
+		},
+		keys: []stateKey{{kind: "primary key", cols: []string{"flow", "relid"}}}},
 }
 
 // flowIdentity are the columns of rwc.flows that say which table a flow's

@@ -221,7 +221,7 @@ func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.Li
 func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 	var ds diag.List
 	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Column: n.Column} }
-	t := &Table{Name: k.Value, Pos: at(k), ResetAllowed: true}
+	t := &Table{Name: k.Value, Pos: at(k), ResetAllowed: true, Capture: CaptureFingerprints}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		key, val := v.Content[i], v.Content[i+1]
 		switch key.Value {
@@ -254,6 +254,8 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 			t.PrimaryKey = &k
 		case "partitioning":
 			t.Partitioning = loadPartitioning(key, val, file)
+		case "capture":
+			t.Capture, t.CapturePos = val.Value, at(val)
 		case "expect":
 			var ed diag.List
 			t.Expect, ed = loadExpectations(val, src, file)

@@ -49,7 +49,20 @@ type Table struct {
 	Partitioning *Partitioning
 	// Expect are the table's expectations, in the order written.
 	Expect []*Expectation
+	// Capture is how a refresh learns what changed: CaptureFingerprints
+	// (the default) or CaptureTriggers.
+	Capture    string
+	CapturePos diag.Pos
 }
+
+// The capture: values. Fingerprints probe the window of every source at
+// each refresh; triggers (statement-level, on the sources and the target)
+// log which tables changed, so that a refresh with nothing to do skips
+// the probes.
+const (
+	CaptureFingerprints = "fingerprints"
+	CaptureTriggers     = "triggers"
+)
 
 // Partitioning is partitioning: range partitions of the target on a date
 // column, one per interval.

@@ -1,0 +1,68 @@
+package compile
+
+import (
+	"sort"
+
+	"github.com/rwc-dev/rwc/spec"
+)
+
+// CaptureTrigger is the name of rwc's trigger on the tables of a flow
+// that captures by triggers (spec capture: triggers).
+const CaptureTrigger = "rwc_capture"
+
+// CaptureFunctionBody is rwc.capture()'s body: one row per transaction
+// and table in rwc.change_log. A statement-level trigger costs a writer
+// one insert per statement, whatever its rows; the transaction id, not a
+// sequence, says when the change became visible (run/capture_triggers.go
+// compares it with a refresh's snapshot), so a writer still running when
+// a refresh looks is seen by the next one.
+const CaptureFunctionBody = `
+BEGIN
+	INSERT INTO rwc.change_log (relid, xid) VALUES (TG_RELID, pg_current_xact_id()) ON CONFLICT DO NOTHING;
+	RETURN NULL;
+END
+`
+
+// CaptureFunctionSQL creates rwc.capture(). SECURITY DEFINER: the writers
+// of a source need no right on rwc's schema; a trigger function cannot be
+// called but as a trigger. The search_path is fixed so that no writer's
+// objects stand in for pg_catalog's.
+const CaptureFunctionSQL = `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $rwc$` + CaptureFunctionBody + `$rwc$`
+
+// CaptureTriggerType is pg_trigger.tgtype of rwc's trigger: AFTER, FOR
+// EACH STATEMENT, on INSERT (4), DELETE (8), UPDATE (16) and TRUNCATE (32).
+const CaptureTriggerType = 4 | 8 | 16 | 32
+
+// CapturesByTriggers reports whether f's refreshes read what changed from
+// rwc's triggers before they probe.
+func (f *Flow) CapturesByTriggers() bool { return f.Table.Capture == spec.CaptureTriggers }
+
+// CaptureTables are the tables whose triggers a refresh of f reads, quoted:
+// its sources and its target, sorted.
+func (f *Flow) CaptureTables() []string {
+	seen := map[string]bool{f.Target(): true}
+	out := []string{f.Target()}
+	if f.Query != nil {
+		for _, t := range f.Query.Tables {
+			if q := quoteTable(t); !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CaptureTriggerSQL (re)creates rwc's trigger on table, firing for every
+// session (ENABLE ALWAYS: a logical replication worker, or a session with
+// session_replication_role = replica, writes too).
+func CaptureTriggerSQL(table string) []string {
+	return []string{
+		"DROP TRIGGER IF EXISTS " + CaptureTrigger + " ON " + table,
+		"CREATE TRIGGER " + CaptureTrigger + " AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + table +
+			" FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture()",
+		"ALTER TABLE " + table + " ENABLE ALWAYS TRIGGER " + CaptureTrigger,
+	}
+}
