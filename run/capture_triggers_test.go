@@ -1,0 +1,176 @@
+package run_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/compile"
+)
+
+// triggerSpec is the daily flow capturing by triggers.
+var triggerSpec = dailySpec + "    capture: triggers\n"
+
+// vouched refreshes the daily flow until its triggers vouch for every
+// table (the first refresh installs them, the second stores what they
+// vouch for) and checks that the third skips its probes.
+func vouched(t *testing.T, e *env, spec string) *flowT {
+	t.Helper()
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(f))
+	}
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") || len(res.Partitions) != 0 {
+		t.Fatalf("third refresh: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
+	}
+	return f
+}
+
+// recomputed checks that a refresh after change found it: the target
+// equals the query's rows, and the capture says why it probed.
+func recomputed(t *testing.T, e *env, f *flowT, why string) {
+	t.Helper()
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if !strings.Contains(res.Capture, why) {
+		t.Errorf("capture %q, want it to say %q", res.Capture, why)
+	}
+	if diff := e.rows(`(SELECT d, k, v FROM public.t WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM ev WHERE d >= '2026-03-08')
+		UNION ALL (SELECT d, k, v FROM ev WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM public.t WHERE d >= '2026-03-08')`); len(diff) > 0 {
+		t.Errorf("the target's window differs from the query's rows (%s, %v): %v", res.Action, res.Partitions, diff)
+	}
+}
+
+// What the triggers log, a refresh finds, and only the partitions changed
+// are recomputed: each kind of write, the target's own DML, and a writer
+// that was still running when a refresh looked (its change shows at the
+// next one, which the stored snapshot did not see it in).
+func TestCaptureTriggersLogged(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, dml, why string }{
+		{"insert", `INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `"ev" changed`},
+		{"update", `UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`, `"ev" changed`},
+		{"delete", `DELETE FROM ev WHERE d = '2026-03-08' AND k = 'a'`, `"ev" changed`},
+		// TRUNCATE gives the table a new file: its catalog row changes too.
+		{"truncate", `CREATE TABLE ev_copy AS SELECT * FROM ev; TRUNCATE ev; INSERT INTO ev SELECT * FROM ev_copy WHERE k = 'a'`, `"ev" its trigger, or the table's definition, changed`},
+		{"copy", `COPY ev FROM PROGRAM 'echo 2026-03-10,z,3' WITH (FORMAT csv)`, `"ev" changed`},
+		{"target DML", `UPDATE public.t SET v = -1 WHERE d = '2026-03-09'`, `"public"."t" changed`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			f := vouched(t, e, triggerSpec)
+			e.exec(c.dml)
+			recomputed(t, e, f, c.why)
+		})
+	}
+	t.Run("writer running meanwhile", func(t *testing.T) {
+		t.Parallel()
+		e := newDailyEnv(t)
+		f := vouched(t, e, triggerSpec)
+		tx, err := e.db.BeginTx(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`INSERT INTO ev VALUES ('2026-03-10', 'late', 5)`); err != nil {
+			t.Fatal(err)
+		}
+		// Logged, but not committed: this refresh cannot see it.
+		if res := refresh(t, e.runner(now0), reqWindow(f)); len(res.Partitions) != 0 {
+			t.Fatalf("refresh beside an uncommitted writer recomputed %v", res.Partitions)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		recomputed(t, e, f, `"ev" changed`)
+		if got := e.value(`SELECT count(*) FROM public.t WHERE k = 'late'`); got != "1" {
+			t.Errorf("the late writer's row is in the target %s times, want once", got)
+		}
+	})
+}
+
+// Everything the triggers cannot vouch for is probed, and the probe finds
+// what changed past them; the capture says which table and why.
+func TestCaptureTriggersBlindSpots(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, setup, dml, why string }{
+		{"disabled, written, enabled again", ``,
+			`ALTER TABLE ev DISABLE TRIGGER rwc_capture; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); ALTER TABLE ev ENABLE ALWAYS TRIGGER rwc_capture`,
+			`"ev" its trigger, or the table's definition, changed since the last refresh`},
+		{"disabled", ``, `ALTER TABLE ev DISABLE TRIGGER ALL; INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `"ev" its rwc_capture trigger is disabled`},
+		{"origin only", ``, `ALTER TABLE ev ENABLE TRIGGER rwc_capture; BEGIN; SET LOCAL session_replication_role = replica; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); COMMIT`,
+			`"ev" its rwc_capture trigger is disabled`},
+		{"dropped", ``, `DROP TRIGGER rwc_capture ON ev; INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `"ev" has no rwc_capture trigger`},
+		{"insert only", ``, `DROP TRIGGER rwc_capture ON ev; CREATE TRIGGER rwc_capture AFTER INSERT ON ev FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture();
+			ALTER TABLE ev ENABLE ALWAYS TRIGGER rwc_capture; DELETE FROM ev WHERE d = '2026-03-09'`, `"ev" its rwc_capture trigger is disabled, or not as rwc made it`},
+		{"function replaced", ``, `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+			INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `not as rwc made it`},
+		{"recreated", ``, `CREATE TABLE ev2 AS SELECT * FROM ev WHERE k = 'b'; DROP TABLE ev; ALTER TABLE ev2 RENAME TO ev`, `"ev" has no rwc_capture trigger`},
+		{"column retyped", ``, `ALTER TABLE ev ALTER COLUMN v TYPE bigint USING v * 2`, `"ev" its trigger, or the table's definition, changed`},
+		{"inheritance child", `CREATE TABLE ev_child () INHERITS (ev)`, `INSERT INTO ev_child VALUES ('2026-03-09', 'c', 1)`, `"ev" has inheritance children`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			if c.setup != "" {
+				e.exec(c.setup)
+				f := flow(t, map[string]string{"p.yaml": triggerSpec}, "t")
+				refresh(t, e.runner(now0), reqWindow(f))
+				e.exec(c.dml)
+				recomputed(t, e, f, c.why)
+				return
+			}
+			f := vouched(t, e, triggerSpec)
+			e.exec(c.dml)
+			recomputed(t, e, f, c.why)
+		})
+	}
+}
+
+// A partitioned source is probed at every refresh, whatever its triggers
+// say. (A view as a source has no row versions to fingerprint either: such
+// a flow recomputes its window at every refresh.)
+func TestCaptureTriggersUnloggable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, setup, why string }{
+		{"partitioned", `ALTER TABLE ev RENAME TO ev_old; CREATE TABLE ev (d date, k text, v integer) PARTITION BY RANGE (d);
+			CREATE TABLE ev_p PARTITION OF ev FOR VALUES FROM ('2026-01-01') TO ('2027-01-01'); INSERT INTO ev SELECT * FROM ev_old`, `"ev" is partitioned`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			e.exec(c.setup)
+			f := flow(t, map[string]string{"p.yaml": triggerSpec}, "t")
+			for range 3 {
+				res := refresh(t, e.runner(now0), reqWindow(f))
+				if !strings.Contains(res.Capture, c.why) || strings.Contains(res.Capture, "no probe") {
+					t.Fatalf("%s %v: capture %q, want a probe because %s", res.Action, res.Reasons, res.Capture, c.why)
+				}
+			}
+			e.exec(`INSERT INTO ev_p VALUES ('2026-03-09', 'c', 1)`)
+			recomputed(t, e, f, c.why)
+		})
+	}
+}
+
+// The log keeps only what a stored snapshot has not seen: after a refresh
+// that saw everything, and the one after it (the first refresh's own
+// write on the target is seen by the second), it is empty.
+func TestCaptureTriggersLogCollected(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-10', 'c', 1)`)
+	if n := e.count(`SELECT count(*) FROM rwc.change_log`); n < 2 {
+		t.Fatalf("%d rows logged for two writes", n)
+	}
+	refresh(t, e.runner(now0), reqWindow(f))
+	refresh(t, e.runner(now0), reqWindow(f))
+	if n := e.count(`SELECT count(*) FROM rwc.change_log`); n != 0 {
+		t.Errorf("%d rows left in rwc.change_log, want none", n)
+	}
+	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || !strings.Contains(res.Capture, "no probe") {
+		t.Errorf("after collecting: %s, capture %q", res.Action, res.Capture)
+	}
+}
