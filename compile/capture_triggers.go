@@ -2,6 +2,7 @@ package compile
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/rwc-dev/rwc/spec"
 )
@@ -65,4 +66,18 @@ func CaptureTriggerSQL(table string) []string {
 			" FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture()",
 		"ALTER TABLE " + table + " ENABLE ALWAYS TRIGGER " + CaptureTrigger,
 	}
+}
+
+// planCapture says, for a flow capturing by triggers, what rwc apply
+// installs on its tables and when: after a refresh, on each table that
+// lacks rwc's trigger (or has one not as rwc made it), in a transaction
+// of its own; rwc.capture() first when it is missing or not rwc's.
+func (fp *FlowPlan) planCapture(f *Flow) {
+	if !f.CapturesByTriggers() {
+		return
+	}
+	note := "capture: triggers: after its refresh, rwc apply gives each of " + strings.Join(f.CaptureTables(), ", ") +
+		" that lacks it rwc's trigger (" + strings.Join(CaptureTriggerSQL("<table>"), "; ") +
+		"); a refresh whose tables' triggers all vouch that nothing changed since the last one skips its probes"
+	fp.Notes = append(fp.Notes, note)
 }

@@ -448,6 +448,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		fp.Notes = append(fp.Notes, "the ALTER TABLE statements commit on their own, before the refresh, so that readers of the target never wait for its recompute; should the refresh then fail, they stay, and the next refresh recomputes the window")
 	}
 	fp.planIndexes(f, old, obs, creating)
+	fp.planCapture(f)
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
 		if fp.Changes.Has(ChangeColumnAdded) {

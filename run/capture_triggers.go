@@ -23,8 +23,8 @@ import (
 // vouch for is probed as with capture: fingerprints, so that a trigger
 // can only ever save a probe, never hide a change.
 
-// tableEpoch is what a refresh reads of one table's trigger and log.
-type tableEpoch struct {
+// TableCapture is what a refresh reads of one table's trigger and log.
+type TableCapture struct {
 	Relation string `json:"relation"`
 	relid    uint32
 	token    string // the table's, trigger's and function's catalog row versions
@@ -39,7 +39,7 @@ type tableEpoch struct {
 	Why string `json:"why,omitempty"`
 }
 
-type epochs []tableEpoch
+type epochs []TableCapture
 
 // epochSQL reads, for each table ($2), in the refresh's snapshot: whether
 // it exists, is a plain table without children, has rwc's trigger as rwc
@@ -68,7 +68,7 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 	defer rows.Close()
 	var out epochs
 	for rows.Next() {
-		var e tableEpoch
+		var e TableCapture
 		var kind, stored string
 		var children, hasTrigger, intact bool
 		if err := rows.Scan(&e.Relation, &e.relid, &kind, &children, &hasTrigger, &intact, &e.token, &stored, &e.Changed); err != nil {
@@ -137,7 +137,7 @@ func (es epochs) lacksTriggers() bool {
 }
 
 // installable: a table whose trigger is missing or not as rwc made it.
-func installable(e tableEpoch) bool {
+func installable(e TableCapture) bool {
 	return strings.HasPrefix(e.Why, "has no ") || strings.HasPrefix(e.Why, "its "+compile.CaptureTrigger)
 }
 

@@ -103,6 +103,23 @@ type Capture struct {
 	Rewritten           int64 `json:"rewritten_rows"`
 	RewrittenPartitions int   `json:"rewritten_partitions"`
 	DeadRows            int64 `json:"dead_rows"` // left in the target since its last VACUUM
+	// Mode is the spec's capture: ("" when status read no specs); Tables,
+	// for capture: triggers, each table's trigger as it stands now and
+	// whether it vouches for the table (see CaptureHealth).
+	Mode   string         `json:"mode,omitempty"`
+	Tables []TableCapture `json:"tables,omitempty"`
+}
+
+// CaptureHealth is, for a flow capturing by triggers, each of its tables'
+// trigger now, read-only: whether it vouches for the table since the last
+// refresh, or why it does not (the next refresh probes that table).
+func CaptureHealth(ctx context.Context, db *sql.DB, f *compile.Flow) ([]TableCapture, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return readEpochs(ctx, tx, f)
 }
 
 // Status is the deployed revision and every flow.

@@ -48,6 +48,12 @@ status works without it.`,
 						if st.Flows[i].Coverage, err = run.Coverage(cmd.Context(), db, f); err != nil {
 							return err
 						}
+						st.Flows[i].Capture.Mode = f.Table.Capture
+						if f.CapturesByTriggers() {
+							if st.Flows[i].Capture.Tables, err = run.CaptureHealth(cmd.Context(), db, f); err != nil {
+								return err
+							}
+						}
 					}
 				}
 			}

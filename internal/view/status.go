@@ -69,7 +69,7 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 	if len(flows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; nothing runs on writes):")
+	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; with capture: triggers, skipped when every table's trigger vouches that nothing changed):")
 	for _, f := range flows {
 		c := f.Capture
 		what := "no fingerprints: its next refresh recomputes the window"
@@ -85,7 +85,21 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 			what = fmt.Sprintf("%s and %s of the target's window fingerprinted", diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"))
 		}
 		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"))
+		for _, t := range c.Tables {
+			fmt.Fprintf(w, "    trigger on %s: %s\n", t.Relation, vouches(t))
+		}
 	}
+}
+
+// vouches says whether a table's trigger vouches for it, or why not.
+func vouches(t run.TableCapture) string {
+	switch {
+	case t.Why != "":
+		return "probed: " + t.Why
+	case t.Changed:
+		return "vouches; changed since the last refresh"
+	}
+	return "vouches; unchanged since the last refresh"
 }
 
 // writeCoverage prints, per flow, which partition ranges each column has
