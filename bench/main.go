@@ -20,6 +20,10 @@
 // rwc refresh --full and during a refresh that adds a column, N rounds each
 // (with -baseline, for both binaries, alternating): see benchReaders.
 //
+// -capture 1000000,4000000,16000000 measures only a refresh with nothing
+// changed, capturing by fingerprints and by triggers, and the triggers'
+// cost on inserts: see benchCapture.
+//
 // -history 1000000,8000000,32000000 measures only a 7-day window's refresh
 // on targets holding that much history, plain and partitioned, then the
 // partitioned target's repeated and incremental refreshes and a reader's
@@ -84,19 +88,9 @@ func main() {
 	baseline := flag.String("baseline", "", "another rwc binary (an earlier commit's) to compare -rwc with, round by round on the same data")
 	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
 	history := flag.String("history", "", `measure only a 7-day window's refresh on a plain and a partitioned target holding these many rows of history, e.g. "1000000,8000000,32000000", then the partitioned target's repeated, incremental and concurrent-reader figures`)
+	capture := flag.String("capture", "", `measure only a refresh with nothing changed, capturing by fingerprints and by triggers, and what the triggers cost the fact's writers, at these many fact rows, e.g. "1000000,4000000,16000000"`)
 	flag.Parse()
-	if *history != "" {
-		var levels []int
-		for _, f := range strings.Split(*history, ",") {
-			var n int
-			if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
-				fmt.Fprintf(os.Stderr, "bench: -history %q: want a list of row counts\n", *history)
-				os.Exit(2)
-			}
-			levels = append(levels, n)
-		}
-		historyLevels = levels
-	}
+	historyLevels, captureSizes = rowCounts("history", *history), rowCounts("capture", *capture)
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
@@ -107,8 +101,26 @@ func main() {
 	}
 }
 
-// historyLevels: -history's row counts (nil: not that measurement).
-var historyLevels []int
+// historyLevels, captureSizes: -history's and -capture's row counts (nil:
+// not that measurement).
+var historyLevels, captureSizes []int
+
+// rowCounts parses a flag's comma-separated row counts ("": nil).
+func rowCounts(name, list string) []int {
+	if list == "" {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -%s %q: want a list of row counts\n", name, list)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // layouts give the date of fact row i (1..{rows}) as SQL.
 var layouts = map[string]string{
@@ -147,6 +159,9 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	defer db.Close()
 	if historyLevels != nil {
 		return benchHistory(ctx, db, dsn, tmp, rwcBin, historyLevels, rounds)
+	}
+	if captureSizes != nil {
+		return benchCapture(ctx, db, dsn, tmp, rwcBin, captureSizes, rounds)
 	}
 
 	fmt.Printf("generating %d fact rows over 365 days, %s…\n", rows, layout)

@@ -209,6 +209,23 @@ tables:
 		check:   events("t incremental"),
 	},
 	{
+		// capture: triggers: the setup apply installed them after its
+		// refresh; this one reads them, probes (they vouch for nothing
+		// yet), stores what they vouch for, then clears the change log.
+		name:    "incremental refresh capturing by triggers",
+		targets: []string{"public.t"},
+		seed:    walkSeed,
+		specs:   map[string]string{"p.yaml": copySpec("    partition_by: d\n    capture: triggers\n", "", "SELECT d, k, v FROM ev")},
+		between: walkChange,
+		args:    []string{"apply", "--allow-dirty", "DIR"},
+		check: func(t *testing.T, db *sql.DB) {
+			events("t incremental")(t, db)
+			if n := pgtest.Rows(t, db, `SELECT relation FROM rwc.captures WHERE flow = 't'`); len(n) != 2 {
+				t.Errorf("captures %v, want ev's and t's", n)
+			}
+		},
+	},
+	{
 		// Three batches of two days, each its own transaction, and a row
 		// written into the target that the second replaces.
 		name:       "batched backfill",
@@ -758,12 +775,15 @@ func (w *walk) wroteInOpenTransaction(log []cutproxy.Boundary) bool {
 // fingerprints' hashes of row versions, vacuum bookkeeping).
 var volatileState = map[string]bool{
 	"id": true, "duration_ms": true, "dead_rows": true, "vacuums": true, "h": true,
+	// capture: triggers: transactions, snapshots, catalog row versions, oids
+	"xid": true, "snapshot": true, "writer": true, "token": true, "relid": true,
 }
 
 // logTables are rwc's logs, which a run adds to however often it runs, and
 // the fingerprints, a cache whose form depends on the refreshes that wrote
 // it (a create's "rewritten" marker, an incremental refresh's partitions).
-var logTables = []string{"rwc.events", "rwc.deployments", "rwc.fingerprints"}
+// The change log and what triggers vouch for are of the same kind.
+var logTables = []string{"rwc.events", "rwc.deployments", "rwc.fingerprints", "rwc.change_log", "rwc.captures"}
 
 // snapshot reads the database (see readSnapshot), failing the test on an
 // error.
