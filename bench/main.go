@@ -520,6 +520,7 @@ type event struct {
 	action, reasons string
 	partitions      int
 	duration        time.Duration
+	unprobed        bool // capture: triggers vouched that nothing changed
 }
 
 func (e event) what() string {
@@ -534,6 +535,9 @@ func (e event) what() string {
 		}
 		s += fmt.Sprintf(" (%d partition%s)", e.partitions, plural)
 	}
+	if e.unprobed {
+		s += ", unprobed"
+	}
 	return s
 }
 
@@ -541,9 +545,9 @@ func lastEvent(ctx context.Context, db *sql.DB, flow string) (event, error) {
 	var e event
 	var ms int64
 	err := db.QueryRowContext(ctx, `SELECT action, array_to_string(reasons, ','), duration_ms,
-			coalesce(jsonb_array_length(nullif(details->'partitions', 'null')), 0)
+			coalesce(jsonb_array_length(nullif(details->'partitions', 'null')), 0), coalesce(details->>'capture' LIKE '%no probe%', false)
 		FROM rwc.events WHERE flow = $1 AND kind = 'planning_information' ORDER BY id DESC LIMIT 1`, flow).
-		Scan(&e.action, &e.reasons, &ms, &e.partitions)
+		Scan(&e.action, &e.reasons, &ms, &e.partitions, &e.unprobed)
 	e.duration = time.Duration(ms) * time.Millisecond
 	return e, err
 }
