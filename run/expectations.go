@@ -272,25 +272,14 @@ func sampleText(names []string, vals []sql.NullString) string {
 func recordResults(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, flow string, results []compile.ExpectationResult, outcome string, at time.Time) error {
-	type row struct {
-		Name     string   `json:"name"`
-		Kind     string   `json:"kind"`
-		Severity string   `json:"severity"`
-		At       string   `json:"at"`
-		Passed   bool     `json:"passed"`
-		Failing  int64    `json:"failing"`
-		Checked  int64    `json:"checked_rows"`
-		Message  string   `json:"message"`
-		Samples  []string `json:"samples"`
-	}
-	rows := make([]row, len(results))
+	// The rows as rwc status reads them back (Outcome and CheckedAt are
+	// the statement's own parameters).
+	rows := make([]RecordedResult, len(results))
 	names := make([]string, len(results))
 	for i, r := range results {
 		names[i] = r.Name
-		rows[i] = row{r.Name, r.Kind, r.Severity, r.Pos.String(), r.Passed, r.Failing, r.Checked, r.Message, r.Samples}
-		if rows[i].Samples == nil {
-			rows[i].Samples = []string{}
-		}
+		rows[i] = RecordedResult{Name: r.Name, Kind: r.Kind, Severity: r.Severity, At: r.Pos.String(), Passed: r.Passed,
+			Failing: r.Failing, Checked: r.Checked, Message: r.Message, Samples: r.Samples}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
