@@ -50,10 +50,11 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 			flow := fmt.Sprintf("capture_%s_%d", mode, n)
 			s := strings.NewReplacer("sales_enriched", flow, "FROM sales_fct f", "FROM "+fact+" f",
 				"    query: |", "    capture: "+mode+"\n    query: |").Replace(spec)
-			apply, err := applier(tmp, rwcBin, dsn, flow, s)
+			withOutput, err := applier(tmp, rwcBin, dsn, flow, s)
 			if err != nil {
 				return err
 			}
+			apply := quietly(withOutput)
 			// The first apply creates the target and installs the
 			// triggers, the second stores what they vouch for.
 			for range 2 {
@@ -106,9 +107,10 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 	return nil
 }
 
-// applier writes flow's spec to a directory of its own and returns how
-// bin applies it.
-func applier(tmp, bin, dsn, flow, spec string) (func() error, error) {
+// applier writes flow's spec to a directory of its own (in no git
+// repository: --allow-dirty) and returns how bin applies it, with what it
+// printed.
+func applier(tmp, bin, dsn, flow, spec string) (func() (string, error), error) {
 	dir := filepath.Join(tmp, "pipelines-"+flow)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -116,12 +118,21 @@ func applier(tmp, bin, dsn, flow, spec string) (func() error, error) {
 	if err := os.WriteFile(filepath.Join(dir, "bench.yaml"), []byte(spec), 0o644); err != nil {
 		return nil, err
 	}
-	return func() error {
-		if out, err := exec.Command(bin, "--dsn", dsn, "apply", "--allow-dirty", dir).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s apply: %v\n%s", bin, err, out)
+	return func() (string, error) {
+		out, err := exec.Command(bin, "--dsn", dsn, "apply", "--allow-dirty", dir).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("%s apply: %v\n%s", bin, err, out)
 		}
-		return nil
+		return string(out), nil
 	}, nil
+}
+
+// quietly is apply without its output.
+func quietly(apply func() (string, error)) func() error {
+	return func() error {
+		_, err := apply()
+		return err
+	}
 }
 
 // insertCost times 10 batches a round of 1,000 new rows (late, for

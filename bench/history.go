@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -181,23 +179,8 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 // sales_enriched, its window the 7 days to today) and returns how to apply
 // it, with rwc's output.
 func historyFlow(dsn, tmp, rwcBin, flow, partitioning string) (func() (string, error), error) {
-	dir := filepath.Join(tmp, "pipelines-"+flow)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	s := strings.Replace(strings.Replace(spec, "sales_enriched", flow, 1), "date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -6)", 1)
-	s = strings.Replace(s, "    query: |", partitioning+"    query: |", 1)
-	if err := os.WriteFile(filepath.Join(dir, "bench.yaml"), []byte(s), 0o644); err != nil {
-		return nil, err
-	}
-	return func() (string, error) {
-		cmd := exec.Command(rwcBin, "--dsn", dsn, "apply", "--allow-dirty", dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("%s apply: %v\n%s", rwcBin, err, out)
-		}
-		return string(out), nil
-	}, nil
+	return applier(tmp, rwcBin, dsn, flow, strings.Replace(s, "    query: |", partitioning+"    query: |", 1))
 }
 
 // deadInWindow counts the dead row versions in a target's relations

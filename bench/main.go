@@ -192,20 +192,11 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	// and the target then holds the same history as hand_enriched.
 	target := func(bin, flow string) (func() error, error) { return targetOf(bin, flow, spec) }
 	targetOf = func(bin, flow, spec string) (func() error, error) {
-		specDir := filepath.Join(tmp, "pipelines-"+flow)
-		if err := os.MkdirAll(specDir, 0o755); err != nil {
+		withOutput, err := applier(tmp, bin, dsn, flow, strings.Replace(spec, "sales_enriched", flow, 1))
+		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(specDir, "bench.yaml"), []byte(strings.Replace(spec, "sales_enriched", flow, 1)), 0o644); err != nil {
-			return nil, err
-		}
-		apply := func() error {
-			cmd := exec.Command(bin, "--dsn", dsn, "apply", "--allow-dirty", specDir) // specDir is in no git repository
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("%s apply: %v\n%s", bin, err, out)
-			}
-			return nil
-		}
+		apply := quietly(withOutput)
 		if err := apply(); err != nil {
 			return nil, err
 		}
@@ -213,7 +204,7 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 			CREATE INDEX ON public.%[1]s (date)`, flow)); err != nil {
 			return nil, err
 		}
-		_, err := db.ExecContext(ctx, "VACUUM ANALYZE public."+flow)
+		_, err = db.ExecContext(ctx, "VACUUM ANALYZE public."+flow)
 		return apply, err
 	}
 	if readerRounds > 0 {
