@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rwc-dev/rwc/internal/gcpolicy"
+	_ "github.com/rwc-dev/rwc/internal/gcpolicy" // no collection while the heap is small
 	"github.com/rwc-dev/rwc/internal/version"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/libpq"
@@ -125,7 +125,6 @@ command is given one, else ./pipelines).`,
 }
 
 func main() {
-	gcpolicy.Restore() // the libraries are initialised
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
