@@ -137,18 +137,17 @@ const migrateLock = 0x7277630001 // "rwc" 0001
 // state check says what, rwc state repair mends it).
 func Migrate(ctx context.Context, db *sql.DB) (err error) {
 	defer func() { err = lockTimeout(ctx, db, "rwc's state schema", stateRels, 0, "nothing was changed", err) }()
-	var version int
-	if err := db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+	server, rows, current, read, err := versions(ctx, db)
+	if err != nil {
 		return err
 	}
-	if err := checkServerVersion(version); err != nil {
+	if err := checkServerVersion(server); err != nil {
 		return err
 	}
 	// The usual case, the state already current, reads it without a lock
 	// or a write (the catalog too); anything else (no state yet, an old
 	// one, an error) takes the locked path below.
-	var rows, current int
-	if err := db.QueryRowContext(ctx, `SELECT count(*), coalesce(max(version), -1) FROM rwc.schema_version`).Scan(&rows, &current); err == nil && rows == 1 && current == stateVersion {
+	if read && rows == 1 && current == stateVersion {
 		cat, err := readCatalog(ctx, db)
 		if err != nil {
 			return fmt.Errorf("state schema: %w", err)
@@ -205,6 +204,20 @@ func Migrate(ctx context.Context, db *sql.DB) (err error) {
 		return err
 	}
 	return tx.Commit()
+}
+
+// versions reads the server's version number and, in the same round
+// trip, what rwc.schema_version holds: its rows and highest version (read
+// false: it cannot be read, e.g. a state not made yet; then the server's
+// version is read alone).
+func versions(ctx context.Context, db *sql.DB) (server, rows, current int, read bool, err error) {
+	err = db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int, count(*), coalesce(max(version), -1) FROM rwc.schema_version`).
+		Scan(&server, &rows, &current)
+	if err == nil {
+		return server, rows, current, true, nil
+	}
+	err = db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&server)
+	return server, 0, 0, false, err
 }
 
 // noVersion is readVersion's answer when rwc.schema_version is missing or empty.

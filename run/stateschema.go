@@ -170,26 +170,36 @@ type catalogIndex struct {
 }
 
 // readCatalog describes schema rwc from pg_catalog: it takes no lock on the
-// state tables and needs no privilege on them.
+// state tables and needs no privilege on them. One statement, in one round
+// trip: the columns of every table (a row without a table when the schema
+// has none), then the keys and indexes (catalogKeys).
 func readCatalog(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }) (*catalog, error) {
 	c := &catalog{tables: map[string]map[string]catalogCol{}, indexes: map[string][]catalogIndex{}}
-	rows, err := q.QueryContext(ctx, `SELECT c.relname, coalesce(a.attname, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''),
-			coalesce(a.attnotnull, false), coalesce(a.atthasdef, false)
+	rows, err := q.QueryContext(ctx, `SELECT false, c.relname, coalesce(a.attname, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''),
+			coalesce(a.attnotnull, false), coalesce(a.atthasdef, false), NULL::name[], ''::name
 		FROM pg_namespace n
 		LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'p')
 		LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-		WHERE n.nspname = 'rwc'`)
+		WHERE n.nspname = 'rwc'
+		UNION ALL `+catalogKeys)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var key bool
 		var table, col sql.NullString
 		var cc catalogCol
-		if err := rows.Scan(&table, &col, &cc.typ, &cc.notNull, &cc.hasDef); err != nil {
+		var ix catalogIndex
+		if err := rows.Scan(&key, &table, &col, &cc.typ, &cc.notNull, &cc.hasDef, pq.Array(&ix.cols), &ix.ref); err != nil {
 			return nil, err
+		}
+		if key {
+			ix.kind = cc.typ
+			c.indexes[table.String] = append(c.indexes[table.String], ix)
+			continue
 		}
 		c.schema = true
 		if !table.Valid {
@@ -202,38 +212,25 @@ func readCatalog(ctx context.Context, q interface {
 			c.tables[table.String][col.String] = cc
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if !c.schema {
-		return c, nil
-	}
-	rows, err = q.QueryContext(ctx, `SELECT t.relname, CASE WHEN i.indisprimary THEN 'primary key' WHEN i.indisunique THEN 'unique' ELSE 'index' END,
-			array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
+	return c, rows.Err()
+}
+
+// catalogKeys are the rows of readCatalog's statement for the keys and
+// indexes of schema rwc: the table, the kind ("primary key", "unique",
+// "index" or "foreign key") where the columns' type goes, the key's
+// columns and, for a foreign key, the table it references.
+const catalogKeys = `SELECT true, t.relname, '', CASE WHEN i.indisprimary THEN 'primary key' WHEN i.indisunique THEN 'unique' ELSE 'index' END,
+			false, false, array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
 				JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.ord), ''
 		FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
 		WHERE n.nspname = 'rwc' AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
 		UNION ALL
-		SELECT t.relname, 'foreign key',
+		SELECT true, t.relname, '', 'foreign key', false, false,
 			array(SELECT a.attname FROM unnest(k.conkey) WITH ORDINALITY x(attnum, ord)
 				JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.attnum ORDER BY x.ord), r.relname
 		FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
 		JOIN pg_class r ON r.oid = k.confrelid JOIN pg_namespace rn ON rn.oid = r.relnamespace AND rn.nspname = 'rwc'
-		WHERE n.nspname = 'rwc' AND k.contype = 'f' AND k.confdeltype = 'c' AND k.convalidated`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var table string
-		var ix catalogIndex
-		if err := rows.Scan(&table, &ix.kind, pq.Array(&ix.cols), &ix.ref); err != nil {
-			return nil, err
-		}
-		c.indexes[table] = append(c.indexes[table], ix)
-	}
-	return c, rows.Err()
-}
+		WHERE n.nspname = 'rwc' AND k.contype = 'f' AND k.confdeltype = 'c' AND k.convalidated`
 
 // has reports whether the catalog has key k on table t.
 func (c *catalog) has(t string, k stateKey) bool {

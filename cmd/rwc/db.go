@@ -89,12 +89,16 @@ func open(ctx context.Context, dsn, source string, lockTimeout time.Duration) (*
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	// Opening the first session is the check: it runs a query of its own
+	// (session.Verify), so a ping after it would be a round trip more.
+	conn, err := db.Conn(connectCtx)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to %s (%s): %s", run.Redact(dsn), source, run.RedactText(run.ConnectProblem(err), dsn))
 	}
+	conn.Close() // back to the pool, for the command's first statement
 	return db, nil
 }
 
