@@ -54,7 +54,10 @@ func catchInterrupts(stderr io.Writer, exit func(int)) (ctx context.Context, in 
 		}
 	}()
 	return ctx, in, func() {
-		signal.Stop(signals)
+		// Reset, not Stop: Stop also waits until no signal is on its way
+		// to the channel (a millisecond or two of a command's run, spent
+		// yielding), and nothing reads the channel any more either way.
+		signal.Reset(syscall.SIGINT, syscall.SIGTERM)
 		close(done)
 		cancel()
 	}
