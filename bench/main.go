@@ -29,11 +29,16 @@
 // partitioned target's repeated and incremental refreshes and a reader's
 // waits during its swaps: see benchHistory.
 //
+// -fixed N measures only the fixed cost of rwc apply (issue #17): N rounds
+// of the whole process of an apply of one flow whose sources did not
+// change, from a git repository, with -baseline for both binaries,
+// alternating: see benchFixed.
+//
 // -layout says how the fact table's rows lie on disk: "clustered" (by date,
 // as a table loaded day after day is) or "scattered" (every page holds
 // every day: each day's rows are read from all of the table's pages).
 //
-//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100] [-baseline OLD_RWC] [-readers 0]
+//	go run ./bench [-rows 3000000] [-rounds 5] [-layout clustered] [-incremental=true] [-repeat 100] [-baseline OLD_RWC] [-readers 0] [-fixed 0]
 package main
 
 import (
@@ -89,7 +94,9 @@ func main() {
 	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
 	history := flag.String("history", "", `measure only a 7-day window's refresh on a plain and a partitioned target holding these many rows of history, e.g. "1000000,8000000,32000000", then the partitioned target's repeated, incremental and concurrent-reader figures`)
 	capture := flag.String("capture", "", `measure only a refresh with nothing changed, capturing by fingerprints and by triggers, and what the triggers cost the fact's writers, at these many fact rows, e.g. "1000000,4000000,16000000"`)
+	fixed := flag.Int("fixed", 0, "measure only the fixed cost of rwc apply: this many rounds of the whole process of an apply whose sources did not change (with -baseline, for both binaries, alternating)")
 	flag.Parse()
+	fixedRounds = *fixed
 	historyLevels, captureSizes = rowCounts("history", *history), rowCounts("capture", *capture)
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
@@ -121,6 +128,9 @@ func rowCounts(name, list string) []int {
 	}
 	return out
 }
+
+// fixedRounds: -fixed's rounds (0: not that measurement).
+var fixedRounds int
 
 // layouts give the date of fact row i (1..{rows}) as SQL.
 var layouts = map[string]string{
@@ -181,6 +191,9 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
 		return err
+	}
+	if fixedRounds > 0 {
+		return benchFixed(ctx, db, dsn, tmp, rwcBin, baseline, fixedRounds)
 	}
 	// targetOf sets up flow (a copy of sales_enriched, as spec says) and
 	// returns how bin applies it; target with the bench's spec. Both apply

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,16 +212,21 @@ func (r *Runner) preflight(ctx context.Context, p *compile.Project) error {
 	if r.opts.AllowDestructive {
 		return nil
 	}
+	stored, err := storedColumns(ctx, r.db)
+	if err != nil {
+		return err
+	}
 	var refused []string
 	for _, f := range p.Flows {
-		st, err := loadFlowState(ctx, r.db, f.Name())
-		if err != nil {
-			return err
-		}
-		if !st.Found {
+		raw, ok := stored[f.Name()]
+		if !ok {
 			continue
 		}
-		for _, c := range f.ColumnChanges(st.Columns) {
+		var columns []compile.StoredColumn
+		if err := json.Unmarshal(raw, &columns); err != nil {
+			return fmt.Errorf("state of flow %s: columns: %v", f.Name(), err)
+		}
+		for _, c := range f.ColumnChanges(columns) {
 			if c.Destructive() {
 				refused = append(refused, fmt.Sprintf("%s: %s (%s)", f.Name(), c.Change(), f.Table.Pos))
 			}
@@ -230,6 +236,27 @@ func (r *Runner) preflight(ctx context.Context, p *compile.Project) error {
 		return &Refusal{fmt.Sprintf("destructive changes need --allow-destructive, nothing was changed: %s", strings.Join(refused, "; "))}
 	}
 	return nil
+}
+
+// storedColumns reads the columns rwc.flows records for every flow, as
+// JSON: one statement however many flows there are (the preflight of an
+// apply read each flow's row on its own, two round trips a flow).
+func storedColumns(ctx context.Context, db *sql.DB) (map[string][]byte, error) {
+	rows, err := db.QueryContext(ctx, `SELECT flow, columns FROM rwc.flows`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	stored := map[string][]byte{}
+	for rows.Next() {
+		var flow string
+		var columns []byte
+		if err := rows.Scan(&flow, &columns); err != nil {
+			return nil, err
+		}
+		stored[flow] = columns
+	}
+	return stored, rows.Err()
 }
 
 // Removed is a flow the state knows that the specs no longer define.

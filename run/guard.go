@@ -52,23 +52,32 @@ func (g *guardSet) apply(st *compile.FlowState, flow string) {
 // snapshot is what `rwc apply` deployed, so an edit to the spec that was not
 // deployed (not even committed: --allow-dirty) cannot relax a guard
 // (compile.Flow.Protected).
+//
+// The first call reads the last deployment; a later one reads only its id,
+// to tell whether the cached guards are still the last deployment's.
 func protectedFlows(ctx context.Context, q queryer, cache *deployedGuards) (*guardSet, error) {
-	var id int64
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM rwc.deployments`).Scan(&id)
-	if err != nil || id == 0 {
-		return nil, err
-	}
 	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	if cache.guards != nil && cache.id == id {
-		return cache.guards, nil
+	cachedID, cached := cache.id, cache.guards
+	cache.mu.Unlock()
+	if cached != nil {
+		var id int64
+		err := q.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM rwc.deployments`).Scan(&id)
+		if err != nil || id == 0 {
+			return nil, err
+		}
+		if id == cachedID {
+			return cached, nil
+		}
 	}
 	id, _, specs, err := lastDeployment(ctx, q)
 	if err != nil || specs == nil {
 		return nil, err
 	}
-	cache.id, cache.guards = id, guardsOf(specs)
-	return cache.guards, nil
+	guards := guardsOf(specs)
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	cache.id, cache.guards = id, guards
+	return guards, nil
 }
 
 // guardsOf reads a deployment's snapshot.

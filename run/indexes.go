@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,34 +17,32 @@ import (
 	"github.com/rwc-dev/rwc/run/session"
 )
 
-// targetIndexes reads the indexes of target (quoted schema.table) from the
-// catalog, in name order: each one's key columns ("" for an expression),
-// method, and whether it is unique, the primary key, valid (a failed or
-// cancelled CREATE INDEX CONCURRENTLY leaves it invalid) and partial.
-func targetIndexes(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, target string) ([]compile.CatalogIndex, error) {
-	rows, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, i.indisprimary, i.indisvalid AND i.indisready, am.amname, i.indpred IS NOT NULL,
-			coalesce((SELECT array_agg(coalesce(a.attname, '') ORDER BY k.n)
+// targetIndexes reads the oid of the table target (quoted schema.table)
+// names (0: none) and its indexes from the catalog, in name order: each
+// one's key columns ("" for an expression), method, and whether it is
+// unique, the primary key, valid (a failed or cancelled CREATE INDEX
+// CONCURRENTLY leaves it invalid) and partial. One row, in one round trip:
+// the indexes come as JSON, in CatalogIndex's form.
+func targetIndexes(ctx context.Context, q queryer, target string) (uint32, []compile.CatalogIndex, error) {
+	var oid uint32
+	var raw []byte
+	err := q.QueryRowContext(ctx, `SELECT coalesce(to_regclass($1)::oid, 0), coalesce((SELECT json_agg(json_build_object(
+			'name', c.relname, 'unique', i.indisunique, 'primary', i.indisprimary, 'valid', i.indisvalid AND i.indisready,
+			'using', am.amname, 'partial', i.indpred IS NOT NULL,
+			'columns', coalesce((SELECT array_agg(coalesce(a.attname, '') ORDER BY k.n)
 				FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
 				LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-				WHERE k.n <= i.indnkeyatts), '{}')
+				WHERE k.n <= i.indnkeyatts), '{}')) ORDER BY c.relname)
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
-		WHERE i.indrelid = to_regclass($1)
-		ORDER BY c.relname`, target)
+		WHERE i.indrelid = to_regclass($1)), '[]')`, target).Scan(&oid, &raw)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	defer rows.Close()
-	out := []compile.CatalogIndex{}
-	for rows.Next() {
-		var ix compile.CatalogIndex
-		if err := rows.Scan(&ix.Name, &ix.Unique, &ix.Primary, &ix.Valid, &ix.Using, &ix.Partial, pq.Array(&ix.Columns)); err != nil {
-			return nil, err
-		}
-		out = append(out, ix)
+	var out []compile.CatalogIndex
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return 0, nil, fmt.Errorf("the indexes of %s: %v", target, err)
 	}
-	return out, rows.Err()
+	return oid, out, nil
 }
 
 // syncIndexes brings the indexes of f's target, when it exists and is
@@ -61,16 +60,12 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 	if err != nil || !st.Found {
 		return err
 	}
-	var oid sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
-		return err
-	}
-	if !oid.Valid || uint32(oid.Int64) != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
-		return nil // the refresh creates it, refuses it, or changes its columns first
-	}
-	have, err := targetIndexes(ctx, conn, f.Target())
+	oid, have, err := targetIndexes(ctx, conn, f.Target())
 	if err != nil {
 		return err
+	}
+	if oid == 0 || oid != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
+		return nil // the refresh creates it, refuses it, or changes its columns first
 	}
 	// The parent's indexes first: a partitioned index is valid only once
 	// every partition has its own attached, so when the parent's match the
@@ -81,7 +76,7 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		return nil
 	}
 	var obs compile.Observation
-	if err := observePartitions(ctx, conn, uint32(oid.Int64), &obs); err != nil {
+	if err := observePartitions(ctx, conn, oid, &obs); err != nil {
 		return err
 	}
 	if obs.Partitioned != f.Partitioned() {

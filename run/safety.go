@@ -111,7 +111,7 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 	if err == nil && !obs.TargetMissing {
 		// What the plan compares the spec's indexes with (the refresh reads
 		// them before its transaction: Runner.syncIndexes).
-		obs.Indexes, err = targetIndexes(ctx, tx, f.Target())
+		_, obs.Indexes, err = targetIndexes(ctx, tx, f.Target())
 		obs.IndexesRead = err == nil
 	}
 	return obs, err

@@ -154,29 +154,51 @@ const migrateLock = 0x7277630001 // "rwc" 0001
 // missing or altered (dropped by hand, a version lowered) is a StateDamage,
 // said in rwc's words before anything runs, and nothing is changed (rwc
 // state check says what, rwc state repair mends it).
-func Migrate(ctx context.Context, db *sql.DB) (err error) {
+func Migrate(ctx context.Context, db *sql.DB) error {
+	return ReadState(ctx, db).Migrate(ctx, db)
+}
+
+// StateRead is what Migrate reads before it takes a lock or writes
+// anything: the server's version, the state's, and, when that is this
+// rwc's, the state schema (the usual case, which needs nothing more). It
+// changes nothing, so a command can read it while it loads its specs, on
+// the connection it opens meanwhile, and migrate (StateRead.Migrate) once
+// the specs are found sound.
+type StateRead struct {
+	current bool  // the state is this rwc's version, and intact
+	err     error // a refusal (the server's version, a damaged state) or a failed read
+}
+
+// ReadState reads what Migrate starts from.
+func ReadState(ctx context.Context, db *sql.DB) (read StateRead) {
+	defer func() {
+		read.err = lockTimeout(ctx, db, "rwc's state schema", stateRels, 0, "nothing was changed", read.err)
+	}()
+	server, rows, current, ok, err := versions(ctx, db)
+	if err == nil {
+		err = checkServerVersion(server)
+	}
+	if err != nil || !ok || rows != 1 || current != stateVersion {
+		return StateRead{err: err} // anything but a current state takes Migrate's locked path
+	}
+	cat, err := readCatalog(ctx, db)
+	if err != nil {
+		return StateRead{err: fmt.Errorf("state schema: %w", err)}
+	}
+	if ps := cat.schemaProblems(stateVersion); len(ps) > 0 {
+		return StateRead{err: damage(current, ps)}
+	}
+	return StateRead{current: true}
+}
+
+// Migrate finishes what ReadState began: nothing more for a current
+// state, the refusal for one ReadState refused; anything else (no state
+// yet, an old one) is read again under a lock, then created or upgraded.
+func (read StateRead) Migrate(ctx context.Context, db *sql.DB) (err error) {
+	if read.current || read.err != nil {
+		return read.err
+	}
 	defer func() { err = lockTimeout(ctx, db, "rwc's state schema", stateRels, 0, "nothing was changed", err) }()
-	var version int
-	if err := db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
-		return err
-	}
-	if err := checkServerVersion(version); err != nil {
-		return err
-	}
-	// The usual case, the state already current, reads it without a lock
-	// or a write (the catalog too); anything else (no state yet, an old
-	// one, an error) takes the locked path below.
-	var rows, current int
-	if err := db.QueryRowContext(ctx, `SELECT count(*), coalesce(max(version), -1) FROM rwc.schema_version`).Scan(&rows, &current); err == nil && rows == 1 && current == stateVersion {
-		cat, err := readCatalog(ctx, db)
-		if err != nil {
-			return fmt.Errorf("state schema: %w", err)
-		}
-		if ps := cat.schemaProblems(stateVersion); len(ps) > 0 {
-			return damage(current, ps)
-		}
-		return nil
-	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -224,6 +246,20 @@ func Migrate(ctx context.Context, db *sql.DB) (err error) {
 		return err
 	}
 	return tx.Commit()
+}
+
+// versions reads the server's version number and, in the same round
+// trip, what rwc.schema_version holds: its rows and highest version (read
+// false: it cannot be read, e.g. a state not made yet; then the server's
+// version is read alone).
+func versions(ctx context.Context, db *sql.DB) (server, rows, current int, read bool, err error) {
+	err = db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int, count(*), coalesce(max(version), -1) FROM rwc.schema_version`).
+		Scan(&server, &rows, &current)
+	if err == nil {
+		return server, rows, current, true, nil
+	}
+	err = db.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&server)
+	return server, 0, 0, false, err
 }
 
 // noVersion is readVersion's answer when rwc.schema_version is missing or empty.

@@ -186,70 +186,95 @@ type catalogIndex struct {
 }
 
 // readCatalog describes schema rwc from pg_catalog: it takes no lock on the
-// state tables and needs no privilege on them.
+// state tables and needs no privilege on them. One statement, in one round
+// trip, and cheap to plan in a new session, where it is often the first to
+// read the catalog: a row if the schema exists, the columns of its tables,
+// then their keys and indexes by column number, which the columns name.
 func readCatalog(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }) (*catalog, error) {
-	c := &catalog{tables: map[string]map[string]catalogCol{}, indexes: map[string][]catalogIndex{}}
-	rows, err := q.QueryContext(ctx, `SELECT c.relname, coalesce(a.attname, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''),
-			coalesce(a.attnotnull, false), coalesce(a.atthasdef, false)
-		FROM pg_namespace n
-		LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'p')
-		LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-		WHERE n.nspname = 'rwc'`)
+	rows, err := q.QueryContext(ctx, catalogQuery)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	c := &catalog{tables: map[string]map[string]catalogCol{}, indexes: map[string][]catalogIndex{}}
+	names := map[string]map[int64]string{} // table → column number → name
+	type key struct {
+		table string
+		ix    catalogIndex
+		nums  []int64
+	}
+	var keys []key
 	for rows.Next() {
-		var table, col sql.NullString
+		var row int
+		var table, col, ref sql.NullString
 		var cc catalogCol
-		if err := rows.Scan(&table, &col, &cc.typ, &cc.notNull, &cc.hasDef); err != nil {
+		var nums []int64
+		if err := rows.Scan(&row, &table, &col, &cc.typ, &cc.notNull, &cc.hasDef, pq.Array(&nums), &ref); err != nil {
 			return nil, err
 		}
-		c.schema = true
-		if !table.Valid {
-			continue
-		}
-		if c.tables[table.String] == nil {
-			c.tables[table.String] = map[string]catalogCol{}
-		}
-		if col.String != "" {
-			c.tables[table.String][col.String] = cc
+		switch row {
+		case catalogSchema:
+			c.schema = true
+		case catalogColumn:
+			if c.tables[table.String] == nil {
+				c.tables[table.String], names[table.String] = map[string]catalogCol{}, map[int64]string{}
+			}
+			if col.String != "" { // a table without columns has a row too
+				c.tables[table.String][col.String] = cc
+				names[table.String][nums[0]] = col.String
+			}
+		default:
+			keys = append(keys, key{table.String, catalogIndex{kind: cc.typ, ref: ref.String}, nums})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if !c.schema {
-		return c, nil
-	}
-	rows, err = q.QueryContext(ctx, `SELECT t.relname, CASE WHEN i.indisprimary THEN 'primary key' WHEN i.indisunique THEN 'unique' ELSE 'index' END,
-			array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
-				JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.ord), ''
-		FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-		WHERE n.nspname = 'rwc' AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
-		UNION ALL
-		SELECT t.relname, 'foreign key',
-			array(SELECT a.attname FROM unnest(k.conkey) WITH ORDINALITY x(attnum, ord)
-				JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.attnum ORDER BY x.ord), r.relname
-		FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-		JOIN pg_class r ON r.oid = k.confrelid JOIN pg_namespace rn ON rn.oid = r.relnamespace AND rn.nspname = 'rwc'
-		WHERE n.nspname = 'rwc' AND k.contype = 'f' AND k.confdeltype = 'c' AND k.convalidated`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var table string
-		var ix catalogIndex
-		if err := rows.Scan(&table, &ix.kind, pq.Array(&ix.cols), &ix.ref); err != nil {
-			return nil, err
+	for _, k := range keys {
+		for _, n := range k.nums {
+			if name, ok := names[k.table][n]; ok {
+				k.ix.cols = append(k.ix.cols, name)
+			}
 		}
-		c.indexes[table] = append(c.indexes[table], ix)
+		c.indexes[k.table] = append(c.indexes[k.table], k.ix)
 	}
-	return c, rows.Err()
+	return c, nil
 }
+
+// The rows of catalogQuery, by its first column: the schema's, a column's
+// (its number in the array; a table without columns has one with none), a
+// key's or an index's (its kind where a column's type goes, its columns'
+// numbers in the array, a foreign key's referenced table last).
+const (
+	catalogSchema = iota
+	catalogColumn
+	catalogKey
+)
+
+// catalogQuery is readCatalog's statement. The keys and indexes are those
+// of the schema's tables and columns (r, p: another relation of a state
+// table's name is a missing table), so the columns can name their columns.
+// (An index's column numbers, an int2vector, count from 0: sliced, they
+// are an ordinary array.)
+const catalogQuery = `SELECT 0, n.nspname, ''::name, ''::text, false, false, NULL::int2[], NULL::name
+		FROM pg_namespace n WHERE n.nspname = 'rwc'
+	UNION ALL
+	SELECT 1, c.relname, coalesce(a.attname, ''), coalesce(format_type(a.atttypid, a.atttypmod), ''),
+			coalesce(a.attnotnull, false), coalesce(a.atthasdef, false), ARRAY[coalesce(a.attnum, 0)], NULL
+		FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE c.relnamespace = to_regnamespace('rwc') AND c.relkind IN ('r', 'p')
+	UNION ALL
+	SELECT 2, t.relname, NULL, CASE WHEN i.indisprimary THEN 'primary key' WHEN i.indisunique THEN 'unique' ELSE 'index' END,
+			false, false, (i.indkey::int2[])[0:], NULL
+		FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+		WHERE t.relnamespace = to_regnamespace('rwc') AND t.relkind IN ('r', 'p') AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+	UNION ALL
+	SELECT 2, t.relname, NULL, 'foreign key', false, false, k.conkey, r.relname
+		FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid JOIN pg_class r ON r.oid = k.confrelid
+		WHERE t.relnamespace = to_regnamespace('rwc') AND r.relnamespace = to_regnamespace('rwc')
+			AND k.contype = 'f' AND k.confdeltype = 'c' AND k.convalidated`
 
 // has reports whether the catalog has key k on table t.
 func (c *catalog) has(t string, k stateKey) bool {

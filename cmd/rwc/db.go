@@ -20,24 +20,37 @@ import (
 // that fallback is refused (run.ChooseDatabase). The state schema is
 // created or upgraded.
 func (g *globals) connect(ctx context.Context) (*sql.DB, error) {
-	db, err := g.connectOnly(ctx)
+	d, err := g.dialed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := run.Migrate(ctx, db); err != nil {
-		db.Close()
+	state := d.state
+	if !d.stateRead {
+		state = run.ReadState(ctx, d.db)
+	}
+	if err := state.Migrate(ctx, d.db); err != nil {
+		d.db.Close()
 		var pe *pq.Error
 		if errors.As(err, &pe) {
 			return nil, errors.New(run.StateProblem(err))
 		}
 		return nil, err
 	}
-	return db, nil
+	return d.db, nil
 }
 
 // connectOnly is connect without the state schema: rwc state check and
 // repair work on a state Migrate refuses.
 func (g *globals) connectOnly(ctx context.Context) (*sql.DB, error) {
+	d, err := g.dialed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.db, nil
+}
+
+// dialed is the early dial (dialEarly), else a new one, once it is done.
+func (g *globals) dialed(ctx context.Context) (*dial, error) {
 	var d *dial
 	if g.early != nil {
 		d, g.early = g.early, nil
@@ -46,27 +59,34 @@ func (g *globals) connectOnly(ctx context.Context) (*sql.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		d = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
+		d = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout, false)
 	}
 	<-d.done
 	if d.err != nil {
 		return nil, d.err
 	}
-	return d.db, nil
+	return d, nil
 }
 
-// dial is a connection being opened and checked (not yet the state).
+// dial is a connection being opened and checked and, when startDial is
+// asked to, what Migrate reads first (run.ReadState, which changes
+// nothing).
 type dial struct {
-	done chan struct{}
-	db   *sql.DB
-	err  error
+	done      chan struct{}
+	db        *sql.DB
+	err       error
+	state     run.StateRead
+	stateRead bool
 }
 
-func startDial(ctx context.Context, dsn, source string, lockTimeout time.Duration) *dial {
+func startDial(ctx context.Context, dsn, source string, lockTimeout time.Duration, readState bool) *dial {
 	d := &dial{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		d.db, d.err = open(ctx, dsn, source, lockTimeout)
+		if d.err == nil && readState {
+			d.state, d.stateRead = run.ReadState(ctx, d.db), true
+		}
 	}()
 	return d
 }
@@ -89,27 +109,32 @@ func open(ctx context.Context, dsn, source string, lockTimeout time.Duration) (*
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %v", run.Redact(dsn), redactErr(err, dsn))
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	connectCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	// Opening the first session is the check: it runs a query of its own
+	// (session.Verify), so a ping after it would be a round trip more.
+	conn, err := db.Conn(connectCtx)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to %s (%s): %s", run.Redact(dsn), source, run.RedactText(run.ConnectProblem(err), dsn))
 	}
+	conn.Close() // back to the pool, for the command's first statement
 	return db, nil
 }
 
 // dialEarly starts connecting while the specs load, when the database is
 // named (--dsn or $RWC_DATABASE_URL): a session takes a few milliseconds to
-// open. Only the connection: the state schema waits for connect, so specs
-// with errors still change nothing. (The local PostgreSQL is not started
-// early either.) The returned func closes a connection connect did not
-// take.
+// open, and the check of the state schema a few more (its catalog query is
+// the session's first). Only what changes nothing: creating or upgrading
+// the state waits for connect, so specs with errors still change nothing.
+// (The local PostgreSQL is not started early either.) The returned func
+// closes a connection connect did not take.
 func (g *globals) dialEarly(ctx context.Context) func() {
 	dsn := g.namedDSN()
 	if dsn == "" {
 		return func() {}
 	}
-	g.early = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout)
+	g.early = startDial(ctx, dsn, g.dsnSource(dsn), g.lockTimeout, true)
 	return func() {
 		if d := g.early; d != nil {
 			g.early = nil

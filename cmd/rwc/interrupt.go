@@ -30,8 +30,9 @@ func (in *interrupt) code() int {
 // its refresh back (the command then says what had committed), and a
 // second one exit at once through exit: the server ends what was running
 // when it finds the connection gone (client_connection_check_interval,
-// within about a second). stop restores the default handling.
-func catchInterrupts(stderr io.Writer, exit func(int)) (ctx context.Context, in *interrupt, stop func()) {
+// within about a second). stop ends it; restore: the default handling
+// comes back (for a process that goes on; one about to exit need not).
+func catchInterrupts(stderr io.Writer, exit func(int)) (ctx context.Context, in *interrupt, stop func(restore bool)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in = &interrupt{}
 	signals := make(chan os.Signal, 2)
@@ -53,8 +54,10 @@ func catchInterrupts(stderr io.Writer, exit func(int)) (ctx context.Context, in 
 		case <-done:
 		}
 	}()
-	return ctx, in, func() {
-		signal.Stop(signals)
+	return ctx, in, func(restore bool) {
+		if restore {
+			signal.Stop(signals)
+		}
 		close(done)
 		cancel()
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rwc-dev/rwc/internal/gcpolicy"
+	_ "github.com/rwc-dev/rwc/internal/gcpolicy" // no collection while the heap is small
 	"github.com/rwc-dev/rwc/internal/version"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/libpq"
@@ -125,8 +125,7 @@ command is given one, else ./pipelines).`,
 }
 
 func main() {
-	gcpolicy.Restore() // the libraries are initialised
-	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(executeThenExit(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, true))
 }
 
 // execute runs rwc with args and returns its exit status: 0, the
@@ -135,9 +134,18 @@ func main() {
 // Everything it prints goes to stdout and stderr, so that the CLI can be
 // run in-process.
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return executeThenExit(args, stdin, stdout, stderr, false)
+}
+
+// executeThenExit is execute; exiting: the process exits once it returns,
+// so the signals' handling is left as the command had it rather than
+// restored (a round trip to the runtime's signal thread per signal, about
+// a millisecond of every command). A signal that comes in between is not
+// acted on: the command had finished, and exits as it would have.
+func executeThenExit(args []string, stdin io.Reader, stdout, stderr io.Writer, exiting bool) int {
 	libpq.Warnings = stderr // a password file others may read
 	ctx, in, stop := catchInterrupts(stderr, os.Exit)
-	defer stop()
+	defer stop(!exiting)
 	root := newRoot(stderr)
 	root.SetArgs(args)
 	root.SetIn(stdin)

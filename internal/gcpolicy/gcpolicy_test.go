@@ -4,22 +4,31 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The policy is read back in a child process, whose environment the test
 // controls: the package's init has run before any test can look. Collection
-// is off after init and back to the defaults after Restore, unless the
+// is off after init, and back to the defaults after Restore or after the
+// first collection (the heap reaching Limit, here runtime.GC), unless the
 // user set GOGC or GOMEMLIMIT.
 func TestPolicy(t *testing.T) {
-	if os.Getenv("GCPOLICY_CHILD") != "" {
-		if os.Getenv("GCPOLICY_CHILD") == "restore" {
+	if child := os.Getenv("GCPOLICY_CHILD"); child != "" {
+		switch child {
+		case "restore":
 			Restore()
+		case "collect":
+			runtime.GC()
+			waitForDefaults()
+		case "grow":
+			grow()
+			waitForDefaults()
 		}
-		percent := debug.SetGCPercent(100)
-		limit := debug.SetMemoryLimit(-1)
+		percent, limit := policy()
 		fmt.Printf("%d %d\n", percent, limit)
 		return
 	}
@@ -29,8 +38,11 @@ func TestPolicy(t *testing.T) {
 	}{
 		{nil, fmt.Sprintf("-1 %d", Limit)},
 		{[]string{"GCPOLICY_CHILD=restore"}, "100 9223372036854775807"},
+		{[]string{"GCPOLICY_CHILD=collect"}, "100 9223372036854775807"},
+		{[]string{"GCPOLICY_CHILD=grow"}, "100 9223372036854775807"},
 		{[]string{"GOGC=200"}, "200 9223372036854775807"},
 		{[]string{"GOGC=200", "GCPOLICY_CHILD=restore"}, "200 9223372036854775807"},
+		{[]string{"GOGC=200", "GCPOLICY_CHILD=collect"}, "200 9223372036854775807"},
 		{[]string{"GOMEMLIMIT=1GiB"}, "100 1073741824"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPolicy$")
@@ -41,6 +53,37 @@ func TestPolicy(t *testing.T) {
 		}
 		if got := strings.SplitN(string(out), "\n", 2)[0]; got != c.want {
 			t.Errorf("env %v: GC percent and limit %q, want %q", c.env, got, c.want)
+		}
+	}
+}
+
+// policy reads the collector's settings, leaving them as they were.
+func policy() (percent int, limit int64) {
+	percent = debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
+	return percent, debug.SetMemoryLimit(-1)
+}
+
+// waitForDefaults gives the cleanup that restores the defaults, which runs
+// on a goroutine of its own after the collection, a few seconds at most.
+func waitForDefaults() {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if p, _ := policy(); p != -1 {
+			return
+		}
+	}
+}
+
+// sink keeps what grow allocates reachable, so that the heap does reach
+// Limit.
+var sink [][]byte
+
+// grow allocates past Limit in small pieces, as a command would.
+func grow() {
+	for n := 0; n < 2*Limit; n += 1 << 20 {
+		sink = append(sink, make([]byte, 1<<20))
+		if p, _ := policy(); p != -1 {
+			return
 		}
 	}
 }
