@@ -42,14 +42,19 @@ type TableCapture struct {
 type epochs []TableCapture
 
 // epochSQL reads, for each table ($2), in the refresh's snapshot: whether
-// it exists, is a plain table without children, has rwc's trigger as rwc
-// made it, its token, the token stored for the flow ($1), and whether the
-// log holds a transaction the stored snapshot did not see.
-const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relhassubclass, false),
-	t.oid IS NOT NULL,
-	coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
+// it exists, is a plain, logged table without children and no one's child
+// (a write through a parent fires none of its statement triggers; crash
+// recovery empties an unlogged table, firing none), has rwc's triggers as
+// rwc made them, its token, the token stored for the flow ($1), and
+// whether the log holds a transaction the stored snapshot did not see.
+// The token holds the columns' catalog rows too: ALTER TABLE … INHERIT and
+// NO INHERIT change them, and leave the table's own alone.
+const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
+	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
+	t.oid IS NOT NULL, coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
 		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4, false),
-	concat_ws('/', c.xmin, t.xmin, p.xmin), coalesce(s.token, ''),
+	concat_ws('/', c.xmin, t.xmin, p.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
+		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false)
 	FROM unnest($2::text[]) WITH ORDINALITY AS r(name, n)
@@ -58,6 +63,15 @@ const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '
 	LEFT JOIN pg_proc p ON p.oid = t.tgfoid
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
+
+// relation is what epochSQL reads of a table's catalog rows.
+type relation struct {
+	relid             uint32
+	kind, persistence string
+	children, child   bool // it has inheritance children; it is a partition or a child
+	hasTrigger        bool
+	intact            bool // its trigger is as rwc made it
+}
 
 // readEpochs reads f's tables' epochs in tx (one round trip).
 func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
@@ -69,12 +83,14 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 	var out epochs
 	for rows.Next() {
 		var e TableCapture
-		var kind, stored string
-		var children, hasTrigger, intact bool
-		if err := rows.Scan(&e.Relation, &e.relid, &kind, &children, &hasTrigger, &intact, &e.token, &stored, &e.Changed); err != nil {
+		var r relation
+		var stored string
+		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &r.hasTrigger, &r.intact,
+			&e.token, &stored, &e.Changed); err != nil {
 			return nil, err
 		}
-		e.Why = blindSpot(e.relid, kind, children, hasTrigger, intact)
+		e.relid = r.relid
+		e.Why = blindSpot(r)
 		e.Loggable = e.Why == ""
 		switch {
 		case e.Why != "":
@@ -90,25 +106,29 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 }
 
 // blindSpot says why a table's trigger cannot log its changes ("": it can).
-func blindSpot(relid uint32, kind string, children, hasTrigger, intact bool) string {
+func blindSpot(r relation) string {
 	switch {
-	case relid == 0:
+	case r.relid == 0:
 		return "does not exist yet"
-	case kind == "v":
+	case r.kind == "v":
 		return "is a view: a trigger cannot log what changes under it"
-	case kind == "m":
+	case r.kind == "m":
 		return "is a materialized view: REFRESH MATERIALIZED VIEW fires no trigger"
-	case kind == "f":
+	case r.kind == "f":
 		return "is a foreign table: its rows change on another server"
-	case kind == "p":
+	case r.kind == "p":
 		return "is partitioned: writes to a partition do not fire its trigger"
-	case kind != "r":
+	case r.kind != "r":
 		return "is not a table"
-	case children:
+	case r.children:
 		return "has inheritance children, whose writes its trigger does not see"
-	case !hasTrigger:
+	case r.child:
+		return "is a partition or an inheritance child: writes through its parent do not fire its trigger"
+	case r.persistence != "p":
+		return "is unlogged: crash recovery empties it, firing no trigger"
+	case !r.hasTrigger:
 		return "has no " + compile.CaptureTrigger + " trigger"
-	case !intact:
+	case !r.intact:
 		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
 	}
 	return ""
