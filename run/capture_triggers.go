@@ -53,7 +53,9 @@ const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '
 	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
 	t.oid IS NOT NULL, coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
 		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4, false),
-	concat_ws('/', c.xmin, t.xmin, p.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
+	rt.oid IS NOT NULL, coalesce(rt.tgenabled = 'R' AND rt.tgtype = $5 AND rt.tgqual IS NULL AND cardinality(rt.tgattr::int2[]) = 0
+		AND rt.tgfoid = t.tgfoid, false),
+	concat_ws('/', c.xmin, t.xmin, p.xmin, rt.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false)
@@ -61,6 +63,7 @@ const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '
 	LEFT JOIN pg_class c ON c.oid = to_regclass(r.name)
 	LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '` + compile.CaptureTrigger + `'
 	LEFT JOIN pg_proc p ON p.oid = t.tgfoid
+	LEFT JOIN pg_trigger rt ON rt.tgrelid = c.oid AND rt.tgname = '` + compile.CaptureReplicaTrigger + `'
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
 
@@ -71,11 +74,14 @@ type relation struct {
 	children, child   bool // it has inheritance children; it is a partition or a child
 	hasTrigger        bool
 	intact            bool // its trigger is as rwc made it
+	hasReplica        bool
+	replicaIntact     bool // its replica trigger is as rwc made it
 }
 
 // readEpochs reads f's tables' epochs in tx (one round trip).
 func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
-	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody)
+	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody,
+		compile.CaptureReplicaTriggerType)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +92,7 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 		var r relation
 		var stored string
 		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &r.hasTrigger, &r.intact,
-			&e.token, &stored, &e.Changed); err != nil {
+			&r.hasReplica, &r.replicaIntact, &e.token, &stored, &e.Changed); err != nil {
 			return nil, err
 		}
 		e.relid = r.relid
@@ -130,6 +136,10 @@ func blindSpot(r relation) string {
 		return "has no " + compile.CaptureTrigger + " trigger"
 	case !r.intact:
 		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
+	case !r.hasReplica:
+		return "has no " + compile.CaptureReplicaTrigger + " trigger (for logical replication's writes)"
+	case !r.replicaIntact:
+		return "its " + compile.CaptureReplicaTrigger + " trigger is disabled, or not as rwc made it"
 	}
 	return ""
 }

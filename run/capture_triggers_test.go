@@ -2,10 +2,15 @@ package run_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // triggerSpec is the daily flow capturing by triggers.
@@ -101,6 +106,10 @@ func TestCaptureTriggersBlindSpots(t *testing.T) {
 		{"origin only", ``, `ALTER TABLE ev ENABLE TRIGGER rwc_capture; BEGIN; SET LOCAL session_replication_role = replica; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); COMMIT`,
 			`"ev" its rwc_capture trigger is disabled`},
 		{"dropped", ``, `DROP TRIGGER rwc_capture ON ev; INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `"ev" has no rwc_capture trigger`},
+		{"replica trigger dropped", ``, `DROP TRIGGER rwc_capture_replica ON ev; INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`,
+			`"ev" has no rwc_capture_replica trigger`},
+		{"replica trigger disabled", ``, `ALTER TABLE ev DISABLE TRIGGER rwc_capture_replica; INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`,
+			`"ev" its rwc_capture_replica trigger is disabled, or not as rwc made it`},
 		{"insert only", ``, `DROP TRIGGER rwc_capture ON ev; CREATE TRIGGER rwc_capture AFTER INSERT ON ev FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture();
 			ALTER TABLE ev ENABLE ALWAYS TRIGGER rwc_capture; DELETE FROM ev WHERE d = '2026-03-09'`, `"ev" its rwc_capture trigger is disabled, or not as rwc made it`},
 		{"function replaced", ``, `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
@@ -192,4 +201,37 @@ func TestCaptureTriggersLogCollected(t *testing.T) {
 	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || !strings.Contains(res.Capture, "no probe") {
 		t.Errorf("after collecting: %s, capture %q", res.Action, res.Capture)
 	}
+}
+
+// A subscription's apply worker fires no statement trigger, only row
+// triggers enabled for replicas: what it writes is logged all the same.
+// Here the subscription comes and goes between two refreshes (copy_data
+// off: the initial copy would fire the statement trigger), so that no
+// catalog the refresh reads says it was there.
+func TestCaptureTriggersSubscribed(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	pub, pubDSN := pgtest.DB(t)
+	pgtest.Exec(t, pub, `CREATE TABLE ev (d date, k text, v integer); CREATE PUBLICATION p FOR TABLE ev`)
+	slot := e.value(`SELECT current_database()`)
+	pgtest.Exec(t, pub, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, slot)
+	t.Cleanup(func() {
+		pub.Exec(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, slot)
+	})
+	e.exec(fmt.Sprintf(`CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION p WITH (create_slot = false, slot_name = %[1]s, copy_data = false)`,
+		slot, pq.QuoteLiteral(pubDSN)))
+	t.Cleanup(func() {
+		for _, q := range []string{"ALTER SUBSCRIPTION %s DISABLE", "ALTER SUBSCRIPTION %s SET (slot_name = NONE)", "DROP SUBSCRIPTION %s"} {
+			e.db.Exec(fmt.Sprintf(q, slot))
+		}
+	})
+	pgtest.Exec(t, pub, `INSERT INTO ev VALUES ('2026-03-09', 'sub', 7)`)
+	for deadline := time.Now().Add(30 * time.Second); e.count(`SELECT count(*) FROM ev WHERE k = 'sub'`) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription applied nothing in 30s")
+		}
+	}
+	e.exec(`DROP SUBSCRIPTION ` + slot)
+	recomputed(t, e, f, `"ev" changed`)
 }

@@ -72,7 +72,7 @@ func start() {
 	if startErr = os.WriteFile(filepath.Join(tmp, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); startErr != nil {
 		return
 	}
-	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "data")})
+	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "data"), LogicalWAL: true})
 	if err != nil {
 		startErr = err
 		return
