@@ -10,7 +10,9 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // triggerSpec is the daily flow capturing by triggers.
@@ -234,4 +236,23 @@ func TestCaptureTriggersSubscribed(t *testing.T) {
 	}
 	e.exec(`DROP SUBSCRIPTION ` + slot)
 	recomputed(t, e, f, `"ev" changed`)
+}
+
+// rwc plan and rwc refresh --explain find nothing changed where the
+// triggers vouch for it, as the refresh does.
+func TestCaptureTriggersFindChanges(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	window, err := f.Predicate.Resolve(predicate.Resolution{Now: now0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := run.FindChanges(context.Background(), e.db, f, window, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found.Forced != "" || len(found.Changed) != 0 || found.Target != compile.TargetClean {
+		t.Errorf("FindChanges with nothing changed: %+v, want nothing changed, the target clean", found)
+	}
 }
