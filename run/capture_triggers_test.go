@@ -256,3 +256,26 @@ func TestCaptureTriggersFindChanges(t *testing.T) {
 		t.Errorf("FindChanges with nothing changed: %+v, want nothing changed, the target clean", found)
 	}
 }
+
+// A flow dropped (rwc apply --drop-removed) leaves nothing in what the
+// log is collected by: another flow reading the same source still clears
+// it.
+func TestCaptureTriggersDroppedFlow(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	other := flow(t, map[string]string{"p.yaml": strings.Replace(triggerSpec, "  t:\n", "  u:\n", 1)}, "u")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(other))
+	}
+	if err := e.runner(now0).DropRemoved(context.Background(), run.Removed{Flow: f.Name(), Target: f.Target()}); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(other))
+	}
+	if n := e.count(`SELECT count(*) FROM rwc.change_log`); n != 0 {
+		t.Errorf("%d rows left in rwc.change_log after the dropped flow's, want none", n)
+	}
+}
