@@ -38,6 +38,12 @@ END
 const CaptureFunctionSQL = `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $rwc$` + CaptureFunctionBody + `$rwc$`
 
+// CaptureFunctionConfig is rwc.capture()'s pg_proc.proconfig, as
+// CaptureFunctionSQL sets it: with another search_path, a function on it
+// could stand in for pg_current_xact_id() and log a transaction that every
+// snapshot has seen.
+const CaptureFunctionConfig = "search_path=pg_catalog, pg_temp"
+
 // CaptureTriggerType is pg_trigger.tgtype of rwc's trigger: AFTER, FOR
 // EACH STATEMENT, on INSERT (4), DELETE (8), UPDATE (16) and TRUNCATE (32).
 const CaptureTriggerType = 4 | 8 | 16 | 32

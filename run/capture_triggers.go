@@ -52,7 +52,8 @@ type epochs []TableCapture
 const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
 	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
 	t.oid IS NOT NULL, coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
-		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4, false),
+		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4
+		AND p.proconfig = ARRAY[$6]::text[], false),
 	rt.oid IS NOT NULL, coalesce(rt.tgenabled = 'R' AND rt.tgtype = $5 AND rt.tgqual IS NULL AND cardinality(rt.tgattr::int2[]) = 0
 		AND rt.tgfoid = t.tgfoid, false),
 	concat_ws('/', c.xmin, t.xmin, p.xmin, rt.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
@@ -81,7 +82,7 @@ type relation struct {
 // readEpochs reads f's tables' epochs in tx (one round trip).
 func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
 	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody,
-		compile.CaptureReplicaTriggerType)
+		compile.CaptureReplicaTriggerType, compile.CaptureFunctionConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -293,8 +294,8 @@ func installTrigger(ctx context.Context, db *sql.DB, table string, lockTimeout t
 	// Replaced only when it is not rwc's: replacing it alters its catalog
 	// row, which every table's token holds (one more probe each).
 	var ours bool
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT prosrc = $1 AND prosecdef FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false)`,
-		compile.CaptureFunctionBody).Scan(&ours); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT prosrc = $1 AND prosecdef AND proconfig = ARRAY[$2]::text[]
+		FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false)`, compile.CaptureFunctionBody, compile.CaptureFunctionConfig).Scan(&ours); err != nil {
 		return err
 	}
 	stmts := compile.CaptureTriggerSQL(table)

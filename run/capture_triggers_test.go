@@ -279,3 +279,20 @@ func TestCaptureTriggersDroppedFlow(t *testing.T) {
 		t.Errorf("%d rows left in rwc.change_log after the dropped flow's, want none", n)
 	}
 }
+
+// rwc.capture() is rwc's only with rwc's search_path: with another, a
+// function planted on it could log every write under a transaction that
+// every snapshot has seen.
+func TestCaptureTriggersFunctionSearchPath(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(`ALTER FUNCTION rwc.capture() SET search_path = public, pg_catalog;
+		CREATE FUNCTION public.pg_current_xact_id() RETURNS xid8 LANGUAGE sql AS $$ SELECT '3'::xid8 $$`)
+	// Probed, and rwc.capture() made rwc's again.
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, `"ev" its rwc_capture trigger is disabled, or not as rwc made it`) {
+		t.Errorf("after search_path changed: capture %q", res.Capture)
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	recomputed(t, e, f, `"ev" not vouched for yet`)
+}
