@@ -196,8 +196,12 @@ func (es epochs) summary(skipped bool) string {
 func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) error {
 	var relids []int64
 	var names, tokens []string
+	seen := map[uint32]bool{}
 	for _, e := range es {
-		if e.Loggable {
+		// One table the query names twice ("ev" and "public"."ev") is
+		// one row: a second would update the first in the same statement.
+		if e.Loggable && !seen[e.relid] {
+			seen[e.relid] = true
 			relids, names, tokens = append(relids, int64(e.relid)), append(names, e.Relation), append(tokens, e.token)
 		}
 	}

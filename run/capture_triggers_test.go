@@ -296,3 +296,14 @@ func TestCaptureTriggersFunctionSearchPath(t *testing.T) {
 	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
 	recomputed(t, e, f, `"ev" not vouched for yet`)
 }
+
+// A source the query names twice, qualified and not, is one table: its
+// triggers vouch for it once.
+func TestCaptureTriggersSourceNamedTwice(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	spec := strings.Replace(triggerSpec, "SELECT d, k, v FROM ev", "SELECT a.d, a.k, a.v FROM ev a WHERE EXISTS (SELECT 1 FROM public.ev b WHERE b.k = a.k)", 1)
+	f := vouched(t, e, spec)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	recomputed(t, e, f, `"ev" changed`)
+}
