@@ -94,6 +94,21 @@ func TestCaptureTriggersLogged(t *testing.T) {
 			t.Errorf("the late writer's row is in the target %s times, want once", got)
 		}
 	})
+	// Prepared (two-phase): in progress for every snapshot until COMMIT
+	// PREPARED, however long after its session ended.
+	t.Run("prepared writer", func(t *testing.T) {
+		t.Parallel()
+		e := newDailyEnv(t)
+		f := vouched(t, e, triggerSpec)
+		gid := e.value(`SELECT current_database()`)
+		e.exec(fmt.Sprintf(`BEGIN; INSERT INTO ev VALUES ('2026-03-10', 'late', 5); PREPARE TRANSACTION '%s'`, gid))
+		t.Cleanup(func() { e.db.Exec(fmt.Sprintf(`ROLLBACK PREPARED '%s'`, gid)) })
+		if res := refresh(t, e.runner(now0), reqWindow(f)); len(res.Partitions) != 0 {
+			t.Fatalf("refresh beside a prepared writer recomputed %v", res.Partitions)
+		}
+		e.exec(fmt.Sprintf(`COMMIT PREPARED '%s'`, gid))
+		recomputed(t, e, f, `"ev" changed`)
+	})
 }
 
 // Everything the triggers cannot vouch for is probed, and the probe finds
