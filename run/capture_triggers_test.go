@@ -322,3 +322,60 @@ func TestCaptureTriggersSourceNamedTwice(t *testing.T) {
 	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
 	recomputed(t, e, f, `"ev" changed`)
 }
+
+// A flow that captures by fingerprints for a while and by triggers again
+// stores nothing its triggers vouch for meanwhile: what was written then
+// is found.
+func TestCaptureTriggersSpecFlips(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	byPrints := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	for _, dml := range []string{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, ``} {
+		if dml != "" {
+			e.exec(dml)
+		}
+		refresh(t, e.runner(now0), reqWindow(byPrints))
+	}
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	recomputed(t, e, f, `"ev" not vouched for yet`)
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`DELETE FROM ev WHERE d = '2026-03-08'`)
+	recomputed(t, e, f, `"ev" changed`)
+}
+
+// Another flow's refreshes, which clear the log of what every stored
+// snapshot saw, leave what one flow's has not: it finds the change. While
+// a refresh capturing by triggers runs (it holds the lock shared), none is
+// cleared.
+func TestCaptureTriggersLogShared(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	other := flow(t, map[string]string{"p.yaml": strings.Replace(triggerSpec, "  t:\n", "  u:\n", 1)}, "u")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(other))
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(other))
+	}
+	recomputed(t, e, f, `"ev" changed`)
+
+	conn, err := e.db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_lock_shared(hashtextextended('rwc.change_log', 0))`); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-10', 'c', 1)`)
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(f))
+		refresh(t, e.runner(now0), reqWindow(other))
+	}
+	if n := e.count(`SELECT count(*) FROM rwc.change_log`); n == 0 {
+		t.Error("the log was cleared while a refresh capturing by triggers held the lock")
+	}
+}
