@@ -61,6 +61,13 @@ func TestCaptureTriggersLogged(t *testing.T) {
 		{"truncate", `CREATE TABLE ev_copy AS SELECT * FROM ev; TRUNCATE ev; INSERT INTO ev SELECT * FROM ev_copy WHERE k = 'a'`, `"ev" its trigger, or the table's definition, changed`},
 		{"copy", `COPY ev FROM PROGRAM 'echo 2026-03-10,z,3' WITH (FORMAT csv)`, `"ev" changed`},
 		{"target DML", `UPDATE public.t SET v = -1 WHERE d = '2026-03-09'`, `"public"."t" changed`},
+		// The statement that logged first rolled back, the transaction's
+		// later writes kept: the log's row went with the first, and the
+		// next write logs again.
+		{"savepoint rolled back", `BEGIN; SAVEPOINT a; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); ROLLBACK TO a;
+			UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'; COMMIT`, `"ev" changed`},
+		{"merge", `MERGE INTO ev USING (VALUES (DATE '2026-03-09', 'a')) s(d, k) ON ev.d = s.d AND ev.k = s.k WHEN MATCHED THEN UPDATE SET v = 0`, `"ev" changed`},
+		{"through a view", `CREATE VIEW ev_view AS SELECT * FROM ev; DELETE FROM ev_view WHERE d = '2026-03-08'`, `"ev" changed`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
