@@ -11,6 +11,13 @@ import (
 // that captures by triggers (spec capture: triggers).
 const CaptureTrigger = "rwc_capture"
 
+// CaptureReplicaTrigger is its companion for the writes of a logical
+// replication apply worker, which fires row triggers only (and only those
+// enabled for replicas): FOR EACH ROW, ENABLE REPLICA, so that no other
+// writer pays for it but a session with session_replication_role =
+// replica (which the statement trigger logs too).
+const CaptureReplicaTrigger = "rwc_capture_replica"
+
 // CaptureFunctionBody is rwc.capture()'s body: one row per transaction
 // and table in rwc.change_log. A statement-level trigger costs a writer
 // one insert per statement, whatever its rows; the transaction id, not a
@@ -31,9 +38,20 @@ END
 const CaptureFunctionSQL = `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql
 	SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $rwc$` + CaptureFunctionBody + `$rwc$`
 
+// CaptureFunctionConfig is rwc.capture()'s pg_proc.proconfig, as
+// CaptureFunctionSQL sets it: with another search_path, a function on it
+// could stand in for pg_current_xact_id() and log a transaction that every
+// snapshot has seen.
+const CaptureFunctionConfig = "search_path=pg_catalog, pg_temp"
+
 // CaptureTriggerType is pg_trigger.tgtype of rwc's trigger: AFTER, FOR
 // EACH STATEMENT, on INSERT (4), DELETE (8), UPDATE (16) and TRUNCATE (32).
 const CaptureTriggerType = 4 | 8 | 16 | 32
+
+// CaptureReplicaTriggerType is CaptureReplicaTrigger's: FOR EACH ROW (1),
+// AFTER, on INSERT, DELETE and UPDATE (an apply worker's TRUNCATE fires
+// the statement trigger).
+const CaptureReplicaTriggerType = 1 | 4 | 8 | 16
 
 // CapturesByTriggers reports whether f's refreshes read what changed from
 // rwc's triggers before they probe.
@@ -56,15 +74,21 @@ func (f *Flow) CaptureTables() []string {
 	return out
 }
 
-// CaptureTriggerSQL (re)creates rwc's trigger on table, firing for every
-// session (ENABLE ALWAYS: a logical replication worker, or a session with
-// session_replication_role = replica, writes too).
+// CaptureTriggerSQL (re)creates rwc's triggers on table: the statement
+// trigger, firing for every session (ENABLE ALWAYS: a session with
+// session_replication_role = replica writes too), and the row trigger
+// for what a logical replication apply worker writes, which fires no
+// statement trigger.
 func CaptureTriggerSQL(table string) []string {
 	return []string{
 		"DROP TRIGGER IF EXISTS " + CaptureTrigger + " ON " + table,
 		"CREATE TRIGGER " + CaptureTrigger + " AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + table +
 			" FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture()",
 		"ALTER TABLE " + table + " ENABLE ALWAYS TRIGGER " + CaptureTrigger,
+		"DROP TRIGGER IF EXISTS " + CaptureReplicaTrigger + " ON " + table,
+		"CREATE TRIGGER " + CaptureReplicaTrigger + " AFTER INSERT OR UPDATE OR DELETE ON " + table +
+			" FOR EACH ROW EXECUTE FUNCTION rwc.capture()",
+		"ALTER TABLE " + table + " ENABLE REPLICA TRIGGER " + CaptureReplicaTrigger,
 	}
 }
 
@@ -77,7 +101,7 @@ func (fp *FlowPlan) planCapture(f *Flow) {
 		return
 	}
 	note := "capture: triggers: after its refresh, rwc apply gives each of " + strings.Join(f.CaptureTables(), ", ") +
-		" that lacks it rwc's trigger (" + strings.Join(CaptureTriggerSQL("<table>"), "; ") +
+		" that lacks them rwc's triggers (" + strings.Join(CaptureTriggerSQL("<table>"), "; ") +
 		"); a refresh whose tables' triggers all vouch that nothing changed since the last one skips its probes"
 	fp.Notes = append(fp.Notes, note)
 }

@@ -338,7 +338,7 @@ func (r *Runner) DropRemoved(ctx context.Context, rm Removed) (err error) {
 	if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+rm.Target); err != nil {
 		return err
 	}
-	for _, q := range []string{`DELETE FROM rwc.fingerprints WHERE flow = $1`, `DELETE FROM rwc.expectation_results WHERE flow = $1`, `DELETE FROM rwc.flows WHERE flow = $1`} {
+	for _, q := range []string{`DELETE FROM rwc.fingerprints WHERE flow = $1`, `DELETE FROM rwc.captures WHERE flow = $1`, `DELETE FROM rwc.expectation_results WHERE flow = $1`, `DELETE FROM rwc.flows WHERE flow = $1`} {
 		if _, err := tx.ExecContext(ctx, q, rm.Flow); err != nil {
 			return err
 		}

@@ -150,7 +150,7 @@ func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
 		return pre, nil
 	}
 	if c.skipped {
-		return c.f.DecideCapture(pre, c.window, compile.Captured{Target: compile.TargetClean}), nil
+		return c.f.DecideCapture(pre, c.window, c.found(compile.TargetClean)), nil
 	}
 	check := compile.TargetNotProbed
 	if c.target != nil {
@@ -176,6 +176,10 @@ func (c *capture) decideKnown(pre compile.Decision) (compile.Decision, error) {
 // refresh stored. Which source partitions changed matters only when no
 // source forces the whole window, and they were all probed then.
 func (c *capture) found(target compile.TargetCheck) compile.Captured {
+	if c.skipped {
+		// The triggers vouch that nothing changed: nothing was probed.
+		return compile.Captured{Target: compile.TargetClean}
+	}
 	got := compile.Captured{Forced: c.forced, Target: target}
 	if c.forced == "" {
 		got.Changed = changedValues(c.f, c.window, c.sources, c.stored)

@@ -42,26 +42,47 @@ type TableCapture struct {
 type epochs []TableCapture
 
 // epochSQL reads, for each table ($2), in the refresh's snapshot: whether
-// it exists, is a plain table without children, has rwc's trigger as rwc
-// made it, its token, the token stored for the flow ($1), and whether the
-// log holds a transaction the stored snapshot did not see.
-const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relhassubclass, false),
-	t.oid IS NOT NULL,
-	coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
-		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4, false),
-	concat_ws('/', c.xmin, t.xmin, p.xmin), coalesce(s.token, ''),
+// it exists, is a plain, logged table without children and no one's child
+// (a write through a parent fires none of its statement triggers; crash
+// recovery empties an unlogged table, firing none), has rwc's triggers as
+// rwc made them, its token, the token stored for the flow ($1), and
+// whether the log holds a transaction the stored snapshot did not see.
+// The token holds the columns' catalog rows too: ALTER TABLE … INHERIT and
+// NO INHERIT change them, and leave the table's own alone.
+const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
+	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
+	t.oid IS NOT NULL, coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
+		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4
+		AND p.proconfig = ARRAY[$6]::text[], false),
+	rt.oid IS NOT NULL, coalesce(rt.tgenabled = 'R' AND rt.tgtype = $5 AND rt.tgqual IS NULL AND cardinality(rt.tgattr::int2[]) = 0
+		AND rt.tgfoid = t.tgfoid, false),
+	concat_ws('/', c.xmin, t.xmin, p.xmin, rt.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
+		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false)
 	FROM unnest($2::text[]) WITH ORDINALITY AS r(name, n)
 	LEFT JOIN pg_class c ON c.oid = to_regclass(r.name)
 	LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '` + compile.CaptureTrigger + `'
 	LEFT JOIN pg_proc p ON p.oid = t.tgfoid
+	LEFT JOIN pg_trigger rt ON rt.tgrelid = c.oid AND rt.tgname = '` + compile.CaptureReplicaTrigger + `'
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
 
+// relation is what epochSQL reads of a table's catalog rows.
+type relation struct {
+	relid             uint32
+	kind, persistence string
+	children, child   bool // it has inheritance children; it is a partition or a child
+	hasTrigger        bool
+	intact            bool // its trigger is as rwc made it
+	hasReplica        bool
+	replicaIntact     bool // its replica trigger is as rwc made it
+}
+
 // readEpochs reads f's tables' epochs in tx (one round trip).
 func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
-	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody)
+	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody,
+		compile.CaptureReplicaTriggerType, compile.CaptureFunctionConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +90,14 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 	var out epochs
 	for rows.Next() {
 		var e TableCapture
-		var kind, stored string
-		var children, hasTrigger, intact bool
-		if err := rows.Scan(&e.Relation, &e.relid, &kind, &children, &hasTrigger, &intact, &e.token, &stored, &e.Changed); err != nil {
+		var r relation
+		var stored string
+		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &r.hasTrigger, &r.intact,
+			&r.hasReplica, &r.replicaIntact, &e.token, &stored, &e.Changed); err != nil {
 			return nil, err
 		}
-		e.Why = blindSpot(e.relid, kind, children, hasTrigger, intact)
+		e.relid = r.relid
+		e.Why = blindSpot(r)
 		e.Loggable = e.Why == ""
 		switch {
 		case e.Why != "":
@@ -90,26 +113,34 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 }
 
 // blindSpot says why a table's trigger cannot log its changes ("": it can).
-func blindSpot(relid uint32, kind string, children, hasTrigger, intact bool) string {
+func blindSpot(r relation) string {
 	switch {
-	case relid == 0:
+	case r.relid == 0:
 		return "does not exist yet"
-	case kind == "v":
+	case r.kind == "v":
 		return "is a view: a trigger cannot log what changes under it"
-	case kind == "m":
+	case r.kind == "m":
 		return "is a materialized view: REFRESH MATERIALIZED VIEW fires no trigger"
-	case kind == "f":
+	case r.kind == "f":
 		return "is a foreign table: its rows change on another server"
-	case kind == "p":
+	case r.kind == "p":
 		return "is partitioned: writes to a partition do not fire its trigger"
-	case kind != "r":
+	case r.kind != "r":
 		return "is not a table"
-	case children:
+	case r.children:
 		return "has inheritance children, whose writes its trigger does not see"
-	case !hasTrigger:
+	case r.child:
+		return "is a partition or an inheritance child: writes through its parent do not fire its trigger"
+	case r.persistence != "p":
+		return "is unlogged: crash recovery empties it, firing no trigger"
+	case !r.hasTrigger:
 		return "has no " + compile.CaptureTrigger + " trigger"
-	case !intact:
+	case !r.intact:
 		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
+	case !r.hasReplica:
+		return "has no " + compile.CaptureReplicaTrigger + " trigger (for logical replication's writes)"
+	case !r.replicaIntact:
+		return "its " + compile.CaptureReplicaTrigger + " trigger is disabled, or not as rwc made it"
 	}
 	return ""
 }
@@ -165,8 +196,12 @@ func (es epochs) summary(skipped bool) string {
 func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) error {
 	var relids []int64
 	var names, tokens []string
+	seen := map[uint32]bool{}
 	for _, e := range es {
-		if e.Loggable {
+		// One table the query names twice ("ev" and "public"."ev") is
+		// one row: a second would update the first in the same statement.
+		if e.Loggable && !seen[e.relid] {
+			seen[e.relid] = true
 			relids, names, tokens = append(relids, int64(e.relid)), append(names, e.Relation), append(tokens, e.token)
 		}
 	}
@@ -263,8 +298,8 @@ func installTrigger(ctx context.Context, db *sql.DB, table string, lockTimeout t
 	// Replaced only when it is not rwc's: replacing it alters its catalog
 	// row, which every table's token holds (one more probe each).
 	var ours bool
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT prosrc = $1 AND prosecdef FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false)`,
-		compile.CaptureFunctionBody).Scan(&ours); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT prosrc = $1 AND prosecdef AND proconfig = ARRAY[$2]::text[]
+		FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false)`, compile.CaptureFunctionBody, compile.CaptureFunctionConfig).Scan(&ours); err != nil {
 		return err
 	}
 	stmts := compile.CaptureTriggerSQL(table)

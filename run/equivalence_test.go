@@ -801,7 +801,7 @@ func (q *eqSeq) blindSpot(source string) {
 		return
 	}
 	table := strings.Trim(tables[q.rng.IntN(len(tables))], "()")
-	switch q.rng.IntN(5) {
+	switch q.rng.IntN(6) {
 	case 0:
 		e.exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER rwc_capture`)
 		q.logf("disable the trigger on %s", table)
@@ -835,6 +835,18 @@ func (q *eqSeq) blindSpot(source string) {
 		e.exec(fmt.Sprintf(`BEGIN; SET LOCAL session_replication_role = replica; INSERT INTO %s VALUES (%d, DATE '%s', 2, 9); COMMIT`, table, q.nextID, eqDate(day)))
 		q.touch(day)
 		q.logf("insert into %s on day %d as a replica", table, day)
+	case 4:
+		// An inheritance child for a while, written through its parent:
+		// no trigger of the table's fires, and its catalog row stays.
+		if table == "dim" {
+			return
+		}
+		day := q.randomDay()
+		e.exec(fmt.Sprintf(`CREATE TABLE eq_parent (id int, d date, k int); ALTER TABLE %[1]s INHERIT eq_parent;
+			DELETE FROM eq_parent WHERE d = DATE '%[2]s'; ALTER TABLE %[1]s NO INHERIT eq_parent; DROP TABLE eq_parent`,
+			table, eqDate(day)))
+		q.touch(day)
+		q.logf("delete from %s on day %d through an inheritance parent, then disinherit it", table, day)
 	default:
 		e.exec(`CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
 		q.logf("replace rwc.capture() with one that logs nothing")

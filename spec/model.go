@@ -130,7 +130,7 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "expect"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "capture", "expect"}
 	PropertyKeys = []string{"reset_allowed"}
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	// PartitioningKeys are partitioning:'s.

@@ -33,10 +33,13 @@ import (
 
 // Options configure Open.
 type Options struct {
-	DataDir string    // PostgreSQL data directory, e.g. ".rwc/pgdata"; created and initialised if missing
-	Port    int       // 0 = remembered port, else a free one on 127.0.0.1
-	Fsync   bool      // false trades crash safety for speed (tests)
-	Log     io.Writer // progress messages for the user; nil = silent
+	DataDir string // PostgreSQL data directory, e.g. ".rwc/pgdata"; created and initialised if missing
+	Port    int    // 0 = remembered port, else a free one on 127.0.0.1
+	Fsync   bool   // false trades crash safety for speed (tests)
+	// Settings are further postgresql.conf lines (tests: wal_level =
+	// logical, to subscribe one database to another's publication).
+	Settings []string
+	Log      io.Writer // progress messages for the user; nil = silent
 }
 
 // Cluster is a handle on one data directory. Several handles (in one or many
@@ -47,6 +50,7 @@ type Cluster struct {
 	port     int
 	explicit bool // Options.Port was given: never move to another port
 	fsync    bool
+	settings []string
 	log      io.Writer
 	as       *runAs // nil: run the server as ourselves
 }
@@ -77,7 +81,7 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, bin: bin, port: opts.Port, explicit: opts.Port != 0,
-		fsync: opts.Fsync, log: opts.Log, as: as}
+		fsync: opts.Fsync, settings: opts.Settings, log: opts.Log, as: as}
 	if c.log == nil {
 		c.log = io.Discard
 	}
@@ -196,6 +200,9 @@ func (c *Cluster) startOnce(ctx context.Context) error {
 		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = ''\n", c.port)
 	if !c.fsync {
 		conf += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+	}
+	for _, line := range c.settings {
+		conf += line + "\n"
 	}
 	if err := c.writeFile("rwc.conf", conf); err != nil {
 		return err

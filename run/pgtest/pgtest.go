@@ -72,7 +72,9 @@ func start() {
 	if startErr = os.WriteFile(filepath.Join(tmp, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); startErr != nil {
 		return
 	}
-	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "data")})
+	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "data"),
+		// A subscription between two test databases; PREPARE TRANSACTION.
+		Settings: []string{"wal_level = logical", "max_prepared_transactions = 8"}})
 	if err != nil {
 		startErr = err
 		return
