@@ -286,10 +286,7 @@ func TestCaptureTriggersDroppedFlow(t *testing.T) {
 	t.Parallel()
 	e := newDailyEnv(t)
 	f := vouched(t, e, triggerSpec)
-	other := flow(t, map[string]string{"p.yaml": strings.Replace(triggerSpec, "  t:\n", "  u:\n", 1)}, "u")
-	for range 2 {
-		refresh(t, e.runner(now0), reqWindow(other))
-	}
+	other := secondFlow(t, e)
 	if err := e.runner(now0).DropRemoved(context.Background(), run.Removed{Flow: f.Name(), Target: f.Target()}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,10 +356,7 @@ func TestCaptureTriggersLogShared(t *testing.T) {
 	t.Parallel()
 	e := newDailyEnv(t)
 	f := vouched(t, e, triggerSpec)
-	other := flow(t, map[string]string{"p.yaml": strings.Replace(triggerSpec, "  t:\n", "  u:\n", 1)}, "u")
-	for range 2 {
-		refresh(t, e.runner(now0), reqWindow(other))
-	}
+	other := secondFlow(t, e)
 	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
 	for range 2 {
 		refresh(t, e.runner(now0), reqWindow(other))
@@ -385,4 +379,15 @@ func TestCaptureTriggersLogShared(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM rwc.change_log`); n == 0 {
 		t.Error("the log was cleared while a refresh capturing by triggers held the lock")
 	}
+}
+
+// secondFlow is u, the daily flow's copy reading the same source, its
+// triggers vouching (refreshed twice).
+func secondFlow(t *testing.T, e *env) *flowT {
+	t.Helper()
+	u := flow(t, map[string]string{"p.yaml": strings.Replace(triggerSpec, "  t:\n", "  u:\n", 1)}, "u")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(u))
+	}
+	return u
 }
