@@ -37,6 +37,9 @@ type TableCapture struct {
 	Changed bool `json:"changed"`
 	// Why is what keeps it from vouching ("": it vouches).
 	Why string `json:"why,omitempty"`
+	// missing: it does not exist (yet); installable: a plain table whose
+	// triggers are missing or not as rwc made them, which rwc can mend.
+	missing, installable bool
 }
 
 type epochs []TableCapture
@@ -98,6 +101,10 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 		}
 		e.relid = r.relid
 		e.Why = blindSpot(r)
+		// rwc can give it its triggers: it exists, and only they are amiss
+		// (or it is the target that the refresh reading this creates).
+		e.missing = r.relid == 0
+		e.installable = e.Why != "" && r.relid != 0 && r.plain()
 		e.Loggable = e.Why == ""
 		switch {
 		case e.Why != "":
@@ -117,6 +124,29 @@ func blindSpot(r relation) string {
 	switch {
 	case r.relid == 0:
 		return "does not exist yet"
+	case !r.plain():
+		return notPlain(r)
+	case !r.hasTrigger:
+		return "has no " + compile.CaptureTrigger + " trigger"
+	case !r.intact:
+		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
+	case !r.hasReplica:
+		return "has no " + compile.CaptureReplicaTrigger + " trigger (for logical replication's writes)"
+	case !r.replicaIntact:
+		return "its " + compile.CaptureReplicaTrigger + " trigger is disabled, or not as rwc made it"
+	}
+	return ""
+}
+
+// plain reports whether r is a table whose own triggers see every write
+// to it: a logged table, no one's parent or child.
+func (r relation) plain() bool {
+	return r.kind == "r" && !r.children && !r.child && r.persistence == "p"
+}
+
+// notPlain says why a table that exists is not plain.
+func notPlain(r relation) string {
+	switch {
 	case r.kind == "v":
 		return "is a view: a trigger cannot log what changes under it"
 	case r.kind == "m":
@@ -131,18 +161,8 @@ func blindSpot(r relation) string {
 		return "has inheritance children, whose writes its trigger does not see"
 	case r.child:
 		return "is a partition or an inheritance child: writes through its parent do not fire its trigger"
-	case r.persistence != "p":
-		return "is unlogged: crash recovery empties it, firing no trigger"
-	case !r.hasTrigger:
-		return "has no " + compile.CaptureTrigger + " trigger"
-	case !r.intact:
-		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
-	case !r.hasReplica:
-		return "has no " + compile.CaptureReplicaTrigger + " trigger (for logical replication's writes)"
-	case !r.replicaIntact:
-		return "its " + compile.CaptureReplicaTrigger + " trigger is disabled, or not as rwc made it"
 	}
-	return ""
+	return "is unlogged: crash recovery empties it, firing no trigger"
 }
 
 // unchanged reports whether every table vouches that nothing changed.
@@ -160,16 +180,11 @@ func (es epochs) unchanged() bool {
 // this, has none yet).
 func (es epochs) lacksTriggers() bool {
 	for _, e := range es {
-		if e.Why == "does not exist yet" || installable(e) {
+		if e.missing || e.installable {
 			return true
 		}
 	}
 	return false
-}
-
-// installable: a table whose trigger is missing or not as rwc made it.
-func installable(e TableCapture) bool {
-	return strings.HasPrefix(e.Why, "has no ") || strings.HasPrefix(e.Why, "its "+compile.CaptureTrigger)
 }
 
 // summary is what the capture found, for the event and the log.
@@ -275,7 +290,7 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 	}
 	var notes []string
 	for _, e := range es {
-		if !installable(e) {
+		if !e.installable {
 			continue
 		}
 		if err := installTrigger(ctx, db, e.Relation, lockTimeout); err != nil {
