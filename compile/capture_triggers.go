@@ -1,8 +1,11 @@
 package compile
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/spec"
 )
@@ -46,12 +49,130 @@ const CaptureFunctionConfig = "search_path=pg_catalog, pg_temp"
 
 // CaptureTriggerType is pg_trigger.tgtype of rwc's trigger: AFTER, FOR
 // EACH STATEMENT, on INSERT (4), DELETE (8), UPDATE (16) and TRUNCATE (32).
-const CaptureTriggerType = 4 | 8 | 16 | 32
+// On a table whose partition values rwc logs, it fires on TRUNCATE only
+// (CaptureTruncateType), and the value triggers log the rest.
+const (
+	CaptureTriggerType  = 4 | 8 | 16 | 32
+	CaptureTruncateType = 32
+)
 
 // CaptureReplicaTriggerType is CaptureReplicaTrigger's: FOR EACH ROW (1),
 // AFTER, on INSERT, DELETE and UPDATE (an apply worker's TRUNCATE fires
 // the statement trigger).
 const CaptureReplicaTriggerType = 1 | 4 | 8 | 16
+
+// CaptureValuesFunctionBody is rwc.capture_values()'s body, the function
+// of the value triggers (CaptureValueTriggers): for each column its
+// arguments name (by attnum: a renamed column keeps being logged), the
+// distinct values the statement's rows held before and after it, one row
+// each in rwc.change_values, so that a refresh probes only the partitions
+// they name. A value it cannot log (NULL, or a column dropped since) logs
+// the transaction in rwc.change_log instead, which says "anything may have
+// changed": that table is probed whole. Values are read as text with
+// DateStyle ISO, as rwc's probes read them.
+const CaptureValuesFunctionBody = `
+DECLARE
+	a text;
+	col name;
+	sel text[] := '{}';
+BEGIN
+	FOREACH a IN ARRAY TG_ARGV LOOP
+		SELECT attname INTO col FROM pg_attribute WHERE attrelid = TG_RELID AND attnum = a::int2 AND NOT attisdropped;
+		IF NOT FOUND THEN
+			INSERT INTO rwc.change_log (relid, xid) VALUES (TG_RELID, pg_current_xact_id()) ON CONFLICT DO NOTHING;
+			CONTINUE;
+		END IF;
+		IF TG_OP <> 'DELETE' THEN
+			sel := sel || format('SELECT %s::int2, %I::text FROM rwc_new', a::int2, col);
+		END IF;
+		IF TG_OP <> 'INSERT' THEN
+			sel := sel || format('SELECT %s::int2, %I::text FROM rwc_old', a::int2, col);
+		END IF;
+	END LOOP;
+	IF cardinality(sel) > 0 THEN
+		EXECUTE 'WITH d (a, v) AS (' || array_to_string(sel, ' UNION ') || '),
+			w AS (INSERT INTO rwc.change_log (relid, xid) SELECT $1, pg_current_xact_id()
+				WHERE EXISTS (SELECT FROM d WHERE v IS NULL) ON CONFLICT DO NOTHING)
+			INSERT INTO rwc.change_values (relid, xid, attnum, value)
+			SELECT $1, pg_current_xact_id(), a, v FROM d WHERE v IS NOT NULL ON CONFLICT DO NOTHING' USING TG_RELID;
+	END IF;
+	RETURN NULL;
+END
+`
+
+// CaptureValuesFunctionSQL creates rwc.capture_values(), as
+// CaptureFunctionSQL does rwc.capture().
+const CaptureValuesFunctionSQL = `CREATE OR REPLACE FUNCTION rwc.capture_values() RETURNS trigger LANGUAGE plpgsql
+	SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET DateStyle = ISO AS $rwc$` + CaptureValuesFunctionBody + `$rwc$`
+
+// CaptureValuesFunctionConfig is rwc.capture_values()'s pg_proc.proconfig.
+var CaptureValuesFunctionConfig = []string{CaptureFunctionConfig, "DateStyle=iso"}
+
+// CaptureTriggerDef is one of the triggers rwc gives a table, as
+// pg_trigger holds it.
+type CaptureTriggerDef struct {
+	Name     string
+	Type     int    // tgtype
+	Enabled  string // tgenabled: A always, R replica only
+	Function string // in schema rwc
+	Old, New string // its transition tables ("": none)
+	Values   bool   // it logs values: its arguments are the attnums logged
+}
+
+// CaptureTriggers are the triggers rwc gives a table: the statement
+// trigger and its replica companion, and when the table's partition
+// values are logged (values), the value triggers, one per event (a
+// trigger with transition tables fires on one event only).
+func CaptureTriggers(values bool) []CaptureTriggerDef {
+	if !values {
+		return []CaptureTriggerDef{
+			{Name: CaptureTrigger, Type: CaptureTriggerType, Enabled: "A", Function: "capture"},
+			{Name: CaptureReplicaTrigger, Type: CaptureReplicaTriggerType, Enabled: "R", Function: "capture"},
+		}
+	}
+	return []CaptureTriggerDef{
+		{Name: CaptureTrigger, Type: CaptureTruncateType, Enabled: "A", Function: "capture"},
+		{Name: CaptureTrigger + "_delete", Type: 8, Enabled: "A", Function: "capture_values", Old: "rwc_old", Values: true},
+		{Name: CaptureTrigger + "_insert", Type: 4, Enabled: "A", Function: "capture_values", New: "rwc_new", Values: true},
+		{Name: CaptureReplicaTrigger, Type: CaptureReplicaTriggerType, Enabled: "R", Function: "capture"},
+		{Name: CaptureTrigger + "_update", Type: 16, Enabled: "A", Function: "capture_values", Old: "rwc_old", New: "rwc_new", Values: true},
+	}
+}
+
+var captureEvents = map[int]string{4: "INSERT", 8: "DELETE", 16: "UPDATE", 32: "TRUNCATE"}
+
+// createSQL creates d on table, logging the columns attnums.
+func (d CaptureTriggerDef) createSQL(table string, attnums []int) string {
+	var events []string
+	for _, bit := range []int{4, 16, 8, 32} {
+		if d.Type&bit != 0 {
+			events = append(events, captureEvents[bit])
+		}
+	}
+	var ref []string
+	if d.Old != "" {
+		ref = append(ref, "OLD TABLE AS "+d.Old)
+	}
+	if d.New != "" {
+		ref = append(ref, "NEW TABLE AS "+d.New)
+	}
+	referencing, each, args := "", "STATEMENT", ""
+	if len(ref) > 0 {
+		referencing = " REFERENCING " + strings.Join(ref, " ")
+	}
+	if d.Type&1 != 0 {
+		each = "ROW"
+	}
+	if d.Values {
+		quoted := make([]string, len(attnums))
+		for i, a := range attnums {
+			quoted[i] = fmt.Sprintf("'%d'", a)
+		}
+		args = strings.Join(quoted, ", ")
+	}
+	return "CREATE TRIGGER " + d.Name + " AFTER " + strings.Join(events, " OR ") + " ON " + table + referencing +
+		" FOR EACH " + each + " EXECUTE FUNCTION rwc." + d.Function + "(" + args + ")"
+}
 
 // CapturesByTriggers reports whether f's refreshes read what changed from
 // rwc's triggers before they probe.
@@ -74,34 +195,71 @@ func (f *Flow) CaptureTables() []string {
 	return out
 }
 
-// CaptureTriggerSQL (re)creates rwc's triggers on table: the statement
-// trigger, firing for every session (ENABLE ALWAYS: a session with
-// session_replication_role = replica writes too), and the row trigger
-// for what a logical replication apply worker writes, which fires no
-// statement trigger.
-func CaptureTriggerSQL(table string) []string {
-	return []string{
-		"DROP TRIGGER IF EXISTS " + CaptureTrigger + " ON " + table,
-		"CREATE TRIGGER " + CaptureTrigger + " AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON " + table +
-			" FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture()",
-		"ALTER TABLE " + table + " ENABLE ALWAYS TRIGGER " + CaptureTrigger,
-		"DROP TRIGGER IF EXISTS " + CaptureReplicaTrigger + " ON " + table,
-		"CREATE TRIGGER " + CaptureReplicaTrigger + " AFTER INSERT OR UPDATE OR DELETE ON " + table +
-			" FOR EACH ROW EXECUTE FUNCTION rwc.capture()",
-		"ALTER TABLE " + table + " ENABLE REPLICA TRIGGER " + CaptureReplicaTrigger,
+// CaptureColumns maps each of f's sources fingerprinted per partition
+// (quoted, as CaptureTables names them) to its column that the partition
+// column is: the column whose values rwc's triggers log on it, so that an
+// incremental refresh probes only the partitions named there.
+func (f *Flow) CaptureColumns() map[string]string {
+	out := map[string]string{}
+	if !f.Incremental() {
+		return out
 	}
+	cols := f.partitionSources()
+	for _, t := range f.Query.Tables {
+		if c, ok := cols[tableName(t)]; ok {
+			out[quoteTable(t)] = c
+		}
+	}
+	return out
+}
+
+// CaptureTriggerSQL (re)creates rwc's triggers on table (CaptureTriggers),
+// logging the values of the columns attnums (none: it logs that the table
+// changed, not where). The statement triggers fire for every session
+// (ENABLE ALWAYS: a session with session_replication_role = replica
+// writes too); the row trigger for what a logical replication apply
+// worker writes, which fires no statement trigger.
+func CaptureTriggerSQL(table string, attnums []int) []string {
+	var out []string
+	for _, d := range CaptureTriggers(true) {
+		out = append(out, "DROP TRIGGER IF EXISTS "+d.Name+" ON "+table)
+	}
+	for _, d := range CaptureTriggers(len(attnums) > 0) {
+		mode := "ALWAYS"
+		if d.Enabled == "R" {
+			mode = "REPLICA"
+		}
+		out = append(out, d.createSQL(table, attnums), "ALTER TABLE "+table+" ENABLE "+mode+" TRIGGER "+d.Name)
+	}
+	return out
 }
 
 // planCapture says, for a flow capturing by triggers, what rwc apply
 // installs on its tables and when: after a refresh, on each table that
-// lacks rwc's trigger (or has one not as rwc made it), in a transaction
-// of its own; rwc.capture() first when it is missing or not rwc's.
+// lacks rwc's triggers (or has them not as rwc made them), in a
+// transaction of its own; rwc's functions first when missing or not rwc's.
 func (fp *FlowPlan) planCapture(f *Flow) {
 	if !f.CapturesByTriggers() {
 		return
 	}
-	note := "capture: triggers: after its refresh, rwc apply gives each of " + strings.Join(f.CaptureTables(), ", ") +
-		" that lacks them rwc's triggers (" + strings.Join(CaptureTriggerSQL("<table>"), "; ") +
-		"); a refresh whose tables' triggers all vouch that nothing changed since the last one skips its probes"
+	cols := f.CaptureColumns()
+	var logged, others []string
+	for _, t := range f.CaptureTables() {
+		if c, ok := cols[t]; ok {
+			logged = append(logged, t+"."+pq.QuoteIdentifier(c))
+		} else {
+			others = append(others, t)
+		}
+	}
+	note := "capture: triggers: after its refresh, rwc apply gives each table that lacks them rwc's triggers"
+	if len(logged) > 0 {
+		note += ": statement triggers with transition tables that log the values of " + strings.Join(logged, ", ") +
+			" each write touched (rwc_capture_insert, _update, _delete; rwc_capture on TRUNCATE)"
+	}
+	if len(others) > 0 {
+		note += "; on " + strings.Join(others, ", ") + " one statement trigger that logs that it changed (" +
+			strings.Join(CaptureTriggerSQL("<table>", nil)[len(CaptureTriggers(true)):], "; ") + ")"
+	}
+	note += ". A refresh then probes a source only in the partitions its triggers logged, and not at all a table whose triggers vouch that nothing changed"
 	fp.Notes = append(fp.Notes, note)
 }

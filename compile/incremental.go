@@ -30,8 +30,9 @@ type Probe struct {
 	Table  string // the table probed, quoted (for LOCK TABLE)
 	// Whole: the source does not expose the partition column, so it is
 	// fingerprinted as a whole (one row with a NULL partition value).
-	Whole bool
-	SQL   string
+	Whole  bool
+	Column string // the source's column that the partition column is (not Whole)
+	SQL    string
 }
 
 // versionHash folds the row versions of a group into 64 bits: each
@@ -82,6 +83,47 @@ func (f *Flow) Incremental() bool {
 // The column probed is the source's own (Exposure.Column), not the name the
 // top-level query gives it: a subquery may rename it.
 func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
+	cols := f.partitionSources()
+	var out []Probe
+	for _, t := range f.Query.Tables {
+		name := tableName(t)
+		from := quoteTable(t) + " AS s"
+		if c, ok := cols[name]; ok {
+			col := "s." + pq.QuoteIdentifier(c)
+			cond, err := window.SQL(func(string) string { return col })
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Probe{Source: name, Table: quoteTable(t), Column: c, SQL: fmt.Sprintf(
+				"SELECT (%s)::text, count(*), %s FROM %s WHERE %s GROUP BY %[1]s",
+				col, versionHash, from, cond)})
+			continue
+		}
+		out = append(out, Probe{Source: name, Table: quoteTable(t), Whole: true, SQL: fmt.Sprintf(
+			"SELECT NULL::text, count(*), %s FROM %s", versionHash, from)})
+	}
+	return out, nil
+}
+
+// ProbeOf is p, a source's probe (not Whole), over another window: an
+// incremental refresh's probe of the partitions that rwc's triggers logged.
+func (f *Flow) ProbeOf(p Probe, window *predicate.Predicate) (Probe, error) {
+	probes, err := f.Probes(window)
+	if err != nil {
+		return Probe{}, err
+	}
+	for _, q := range probes {
+		if q.Source == p.Source && !q.Whole {
+			return q, nil
+		}
+	}
+	return Probe{}, fmt.Errorf("no probe of %s", p.Source)
+}
+
+// partitionSources maps each source (tableName) whose every reference
+// exposes the partition column, through one column of its own, to that
+// column: the sources fingerprinted per partition.
+func (f *Flow) partitionSources() map[string]string {
 	refs := map[string]int{}
 	for _, t := range f.Query.References {
 		refs[tableName(t)]++
@@ -98,28 +140,15 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 			columns[name][x.Column] = true
 		}
 	}
-	var out []Probe
-	for _, t := range f.Query.Tables {
-		name := tableName(t)
-		from := quoteTable(t) + " AS s"
-		if len(exposed[name]) == refs[name] && len(columns[name]) == 1 {
-			var col string
-			for c := range columns[name] {
-				col = "s." + pq.QuoteIdentifier(c)
+	out := map[string]string{}
+	for name, cols := range columns {
+		if len(exposed[name]) == refs[name] && len(cols) == 1 {
+			for c := range cols {
+				out[name] = c
 			}
-			cond, err := window.SQL(func(string) string { return col })
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, Probe{Source: name, Table: quoteTable(t), SQL: fmt.Sprintf(
-				"SELECT (%s)::text, count(*), %s FROM %s WHERE %s GROUP BY %[1]s",
-				col, versionHash, from, cond)})
-			continue
 		}
-		out = append(out, Probe{Source: name, Table: quoteTable(t), Whole: true, SQL: fmt.Sprintf(
-			"SELECT NULL::text, count(*), %s FROM %s", versionHash, from)})
 	}
-	return out, nil
+	return out
 }
 
 // TargetProbe fingerprints the target within the union of windows (the

@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rwc-dev/rwc/compile"
@@ -22,9 +24,14 @@ type capture struct {
 	later   *asideProbe      // ...when they are probed beside the write
 	forced  compile.Reason   // why the whole sources force the whole window (wholeReason)
 	// epochs: what the triggers of a flow capturing by them vouch for;
-	// skipped: they vouch that nothing changed, and nothing was probed.
-	epochs  epochs
-	skipped bool
+	// skipped: they vouch that nothing changed, and nothing was probed;
+	// vouching: the stored fingerprints cover the window now, so a table
+	// whose trigger vouches stands in for its probe (see probe).
+	epochs   epochs
+	skipped  bool
+	vouching bool
+	mu       sync.Mutex
+	how      map[string]string // table → how its fingerprints were taken, for the summary
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A
@@ -56,16 +63,13 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 		}
 		// The stored fingerprints are the tables' own still: the window
 		// they cover is the window now, and nothing changed since.
-		if c.stored.taken && c.epochs.unchanged() && st.PredicateCEL == window.Root.CEL() {
+		c.vouching = c.stored.taken && c.epochs != nil && st.PredicateCEL == window.Root.CEL()
+		if c.vouching && c.epochs.unchanged() {
 			c.skipped = true
 			return nil
 		}
 		if c.stored.taken {
-			prior, _ := f.StoredWindow(st.FlowState)
-			stored := c.stored
-			if c.target, err = r.aside(ctx, tx, spare, []string{f.Target()}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-				return probeTarget(ctx, tx, f, window, stored, prior)
-			}); err != nil {
+			if err := c.startTarget(ctx, r, tx, st, spare); err != nil {
 				return err
 			}
 		}
@@ -85,7 +89,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 			c.parted = append(c.parted, p)
 		}
 	}
-	if c.sources, err = probeSources(ctx, tx, whole); err != nil {
+	if c.sources, err = c.probe(ctx, tx, whole); err != nil {
 		return queryError(f, err)
 	}
 	if dec.Action == compile.ActionIncremental {
@@ -95,7 +99,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 		return nil
 	}
 	if dec.Action == compile.ActionIncremental && c.forced == "" {
-		rows, err := probeSources(ctx, tx, c.parted)
+		rows, err := c.probe(ctx, tx, c.parted)
 		if err != nil {
 			return queryError(f, err)
 		}
@@ -109,9 +113,112 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 	}
 	parted := c.parted
 	c.later, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-		return probeSources(ctx, tx, parted)
+		return c.probe(ctx, tx, parted)
 	})
 	return err
+}
+
+// startTarget starts the target's probe beside the write, or, when its
+// trigger vouches that no one but rwc wrote it since the last refresh,
+// takes its fingerprints from those stored (probing only the partitions
+// that refresh rewrote, which are stored as counts of its rows).
+func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flowState, spare *spareConns) error {
+	f, window, stored := c.f, c.window, c.stored
+	prior, _ := f.StoredWindow(st.FlowState)
+	probe := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+		return probeTarget(ctx, tx, f, window, stored, prior)
+	}
+	if e, ok := c.epochs.of(f.Target()); ok && c.vouching && e.Trusted && !e.Changed {
+		if rows, region, ok := stored.vouchedTarget(f, window); ok {
+			c.noteHow(f.Target(), "vouched")
+			if region == nil {
+				c.target = readyProbe(rows)
+				return nil
+			}
+			probe = func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+				tp, err := f.TargetProbe([]*predicate.Predicate{region}, uint32(stored.rewrite.writer))
+				if err != nil {
+					return nil, err
+				}
+				probed, err := runProbe(ctx, tx, tp)
+				return append(rows, probed...), err
+			}
+		}
+	}
+	var err error
+	c.target, err = r.aside(ctx, tx, spare, []string{f.Target()}, probe)
+	return err
+}
+
+// probe takes the fingerprints of the sources probes fingerprint: from
+// those stored for a source whose trigger vouches that it did not change,
+// and for one whose trigger logged the partition values that changed, from
+// those stored but for those values, which it probes. Either is what the
+// probe would find (the window is the one they were stored for), so the
+// decision and what is stored are the probes' own.
+func (c *capture) probe(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fingerprintRow, error) {
+	var out []fingerprintRow
+	for _, p := range probes {
+		rows, err := c.probeOne(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRow, error) {
+	e, ok := c.epochs.of(p.Table)
+	if !ok || !c.vouching || !e.Trusted {
+		return runProbe(ctx, tx, p)
+	}
+	stored := c.stored.sourceRows(p.Source, p.Whole)
+	if !e.Changed {
+		c.noteHow(p.Table, "vouched")
+		return stored, nil
+	}
+	if p.Whole || !e.valuesKnown || len(e.values) == 0 {
+		return runProbe(ctx, tx, p)
+	}
+	narrowed, err := c.f.Narrow(c.window, e.values)
+	if err != nil {
+		return runProbe(ctx, tx, p) // a value the window's type cannot read: probe it all
+	}
+	np, err := c.f.ProbeOf(p, narrowed)
+	if err != nil {
+		return nil, err
+	}
+	probed, err := runProbe(ctx, tx, np)
+	if err != nil {
+		return nil, err
+	}
+	c.noteHow(p.Table, fmt.Sprintf("%d partition(s) logged, probed there", len(e.values)))
+	out := probed
+	for _, r := range stored {
+		if !rewrote(c.f, narrowed, r.value) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// summary is what the capture found and did, for the event and the log.
+func (c *capture) summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epochs.summary(c.skipped, c.how)
+}
+
+// noteHow records how a table's fingerprints were taken. The sources'
+// probes may run aside: the summary reads it after they ended.
+func (c *capture) noteHow(table, how string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.how == nil {
+		c.how = map[string]string{}
+	}
+	c.how[table] = how
 }
 
 // stop cancels the probes still running aside, and waits for them.

@@ -3,7 +3,10 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,8 +40,20 @@ type TableCapture struct {
 	Changed bool `json:"changed"`
 	// Why is what keeps it from vouching ("": it vouches).
 	Why string `json:"why,omitempty"`
+	// LogsValues: its triggers log the values of the column the flow's
+	// probe of it groups by, so a refresh probes only those that changed.
+	LogsValues bool `json:"logs_values"`
+	// values: the values logged since the last refresh, when they are all
+	// that changed (valuesKnown).
+	values      []string
+	valuesKnown bool
+	// logs: the attnums its triggers log; want: the one the flow needs
+	// logged (0: none).
+	logs []int
+	want int
 	// missing: it does not exist (yet); installable: a plain table whose
-	// triggers are missing or not as rwc made them, which rwc can mend.
+	// triggers are missing, not as rwc made them, or do not log the column
+	// the flow needs, which rwc can mend.
 	missing, installable bool
 }
 
@@ -47,27 +62,37 @@ type epochs []TableCapture
 // epochSQL reads, for each table ($2), in the refresh's snapshot: whether
 // it exists, is a plain, logged table without children and no one's child
 // (a write through a parent fires none of its statement triggers; crash
-// recovery empties an unlogged table, firing none), has rwc's triggers as
-// rwc made them, its token, the token stored for the flow ($1), and
-// whether the log holds a transaction the stored snapshot did not see.
-// The token holds the columns' catalog rows too: ALTER TABLE … INHERIT and
-// NO INHERIT change them, and leave the table's own alone.
+// recovery empties an unlogged table, firing none), rwc's triggers on it
+// and whether their functions are rwc's as rwc made them, its token, the
+// token stored for the flow ($1), the column whose values the flow needs
+// logged ($3, "" none) and whether its type prints the same in every
+// session, and what the log holds that the stored snapshot did not see:
+// a transaction that changed anything (change_log), and the values of
+// that column that changed (change_values). The token holds the columns'
+// catalog rows too: ALTER TABLE … INHERIT and NO INHERIT change them, and
+// leave the table's own alone.
 const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
 	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
-	t.oid IS NOT NULL, coalesce(t.tgenabled = 'A' AND t.tgtype = $3 AND t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0
-		AND p.proname = 'capture' AND p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND p.prosrc = $4
-		AND p.proconfig = ARRAY[$6]::text[], false),
-	rt.oid IS NOT NULL, coalesce(rt.tgenabled = 'R' AND rt.tgtype = $5 AND rt.tgqual IS NULL AND cardinality(rt.tgattr::int2[]) = 0
-		AND rt.tgfoid = t.tgfoid, false),
-	concat_ws('/', c.xmin, t.xmin, p.xmin, rt.xmin, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
+	coalesce(trg.defs, '[]'),
+	concat_ws('/', c.xmin, trg.xmins, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
+	coalesce(w.attnum, 0), coalesce(w.atttypid IN ('date'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'text'::regtype, 'varchar'::regtype), false),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
-		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false)
-	FROM unnest($2::text[]) WITH ORDINALITY AS r(name, n)
+		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false),
+	coalesce(EXISTS (SELECT 1 FROM rwc.change_values l WHERE l.relid = c.oid
+		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false),
+	ARRAY(SELECT DISTINCT l.value FROM rwc.change_values l WHERE l.relid = c.oid AND l.attnum = w.attnum
+		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer ORDER BY 1)
+	FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS r(name, col, n)
 	LEFT JOIN pg_class c ON c.oid = to_regclass(r.name)
-	LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '` + compile.CaptureTrigger + `'
-	LEFT JOIN pg_proc p ON p.oid = t.tgfoid
-	LEFT JOIN pg_trigger rt ON rt.tgrelid = c.oid AND rt.tgname = '` + compile.CaptureReplicaTrigger + `'
+	LEFT JOIN pg_attribute w ON w.attrelid = c.oid AND w.attname = r.col AND w.attnum > 0 AND NOT w.attisdropped
+	LEFT JOIN LATERAL (SELECT json_agg(json_build_object('name', t.tgname, 'type', t.tgtype, 'enabled', t.tgenabled,
+			'plain', t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0, 'old', coalesce(t.tgoldtable, ''), 'new', coalesce(t.tgnewtable, ''),
+			'args', array_remove(string_to_array(encode(t.tgargs, 'escape'), '\000'), ''),
+			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
+				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs,
+			string_agg(t.xmin || ':' || p.xmin, ',' ORDER BY t.tgname) AS xmins
+		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY($8::name[])) trg ON true
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
 
@@ -76,16 +101,36 @@ type relation struct {
 	relid             uint32
 	kind, persistence string
 	children, child   bool // it has inheritance children; it is a partition or a child
-	hasTrigger        bool
-	intact            bool // its trigger is as rwc made it
-	hasReplica        bool
-	replicaIntact     bool // its replica trigger is as rwc made it
+	triggers          []foundTrigger
+	want              int  // the attnum of the column whose values the flow needs logged (0: none)
+	wantPrintable     bool // its type prints the same in every session
+}
+
+// foundTrigger is one of rwc's triggers on a table, as pg_trigger has it.
+type foundTrigger struct {
+	Name     string   `json:"name"`
+	Type     int      `json:"type"`
+	Enabled  string   `json:"enabled"`
+	Plain    bool     `json:"plain"` // no WHEN, no column list
+	Old      string   `json:"old"`
+	New      string   `json:"new"`
+	Args     []string `json:"args"`
+	Function string   `json:"function"` // rwc's function it runs, "" when it is not rwc's as rwc made it
 }
 
 // readEpochs reads f's tables' epochs in tx (one round trip).
 func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
-	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(f.CaptureTables()), compile.CaptureTriggerType, compile.CaptureFunctionBody,
-		compile.CaptureReplicaTriggerType, compile.CaptureFunctionConfig)
+	tables, cols := f.CaptureTables(), f.CaptureColumns()
+	want := make([]string, len(tables))
+	for i, t := range tables {
+		want[i] = cols[t]
+	}
+	var names []string
+	for _, d := range compile.CaptureTriggers(true) {
+		names = append(names, d.Name)
+	}
+	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(tables), pq.Array(want), compile.CaptureFunctionBody,
+		compile.CaptureValuesFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}), pq.Array(compile.CaptureValuesFunctionConfig), pq.Array(names))
 	if err != nil {
 		return nil, err
 	}
@@ -94,48 +139,123 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 	for rows.Next() {
 		var e TableCapture
 		var r relation
-		var stored string
-		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &r.hasTrigger, &r.intact,
-			&r.hasReplica, &r.replicaIntact, &e.token, &stored, &e.Changed); err != nil {
+		var stored, defs string
+		var whole, logged bool
+		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &defs,
+			&e.token, &stored, &r.want, &r.wantPrintable, &whole, &logged, pq.Array(&e.values)); err != nil {
 			return nil, err
 		}
-		e.relid = r.relid
-		e.Why = blindSpot(r)
-		// rwc can give it its triggers: it exists, and only they are amiss
-		// (or it is the target that the refresh reading this creates).
-		e.missing = r.relid == 0
-		e.installable = e.Why != "" && r.relid != 0 && r.plain()
-		e.Loggable = e.Why == ""
-		switch {
-		case e.Why != "":
-		case stored == "":
-			e.Why = "not vouched for yet: its trigger is newer than the fingerprints"
-		case stored != e.token:
-			e.Why = "its trigger, or the table's definition, changed since the last refresh"
+		if err := json.Unmarshal([]byte(defs), &r.triggers); err != nil {
+			return nil, err
 		}
-		e.Trusted = e.Why == ""
+		e.read(r, stored, whole, logged)
 		out = append(out, e)
 	}
 	return out, rows.Err()
 }
 
-// blindSpot says why a table's trigger cannot log its changes ("": it can).
+// read fills e from what epochSQL read: r, the token stored, and whether
+// the log holds a change the stored snapshot did not see (whole: anything
+// may have changed; logged: values were logged).
+func (e *TableCapture) read(r relation, stored string, whole, logged bool) {
+	e.relid = r.relid
+	e.Why = blindSpot(r)
+	e.logs = r.logged()
+	// rwc can give it its triggers: it exists, and only they are amiss or
+	// do not log the column this flow needs (or it is the target that the
+	// refresh reading this creates).
+	e.missing = r.relid == 0
+	if r.want != 0 && r.wantPrintable {
+		e.want = r.want
+	}
+	e.installable = r.relid != 0 && r.plain() && (e.Why != "" || e.want != 0 && !slices.Contains(e.logs, r.want))
+	e.Loggable = e.Why == ""
+	switch {
+	case e.Why != "":
+	case stored == "":
+		e.Why = "not vouched for yet: its trigger is newer than the fingerprints"
+	case stored != e.token:
+		e.Why = "its trigger, or the table's definition, changed since the last refresh"
+	}
+	e.Trusted = e.Why == ""
+	e.Changed = whole || logged
+	e.LogsValues = e.Loggable && e.want != 0 && slices.Contains(e.logs, e.want)
+	// The values logged say all that changed only when nothing was logged
+	// whole (a TRUNCATE, a NULL, a replica's write).
+	e.valuesKnown = e.Trusted && e.LogsValues && !whole
+	if !e.valuesKnown {
+		e.values = nil
+	}
+}
+
+// logged is the attnums r's value triggers log (nil: none, or they
+// disagree, which blindSpot reports).
+func (r relation) logged() []int {
+	var out []int
+	for _, t := range r.triggers {
+		if t.Function != "capture_values" {
+			continue
+		}
+		var got []int
+		for _, a := range t.Args {
+			n, err := strconv.Atoi(a)
+			if err != nil {
+				return nil
+			}
+			got = append(got, n)
+		}
+		if out != nil && !slices.Equal(out, got) {
+			return nil
+		}
+		out = got
+	}
+	return out
+}
+
+// amiss says which of rwc's triggers r lacks or has not as rwc makes them
+// ("": none), and whether it lacks it.
+func (r relation) amiss() (name string, lacks bool) {
+	want := compile.CaptureTriggers(r.logged() != nil)
+	for _, d := range want {
+		i := slices.IndexFunc(r.triggers, func(t foundTrigger) bool { return t.Name == d.Name })
+		if i < 0 {
+			return d.Name, true
+		}
+		t := r.triggers[i]
+		if t.Type != d.Type || t.Enabled != d.Enabled || !t.Plain || t.Old != d.Old || t.New != d.New ||
+			t.Function != d.Function || d.Values != (len(t.Args) > 0) {
+			return d.Name, false
+		}
+	}
+	if len(r.triggers) != len(want) {
+		// A value trigger on a table whose others log no value.
+		for _, t := range r.triggers {
+			if !slices.ContainsFunc(want, func(d compile.CaptureTriggerDef) bool { return d.Name == t.Name }) {
+				return t.Name, false
+			}
+		}
+	}
+	return "", false
+}
+
+// blindSpot says why a table's triggers cannot log its changes ("": they can).
 func blindSpot(r relation) string {
 	switch {
 	case r.relid == 0:
 		return "does not exist yet"
 	case !r.plain():
 		return notPlain(r)
-	case !r.hasTrigger:
-		return "has no " + compile.CaptureTrigger + " trigger"
-	case !r.intact:
-		return "its " + compile.CaptureTrigger + " trigger is disabled, or not as rwc made it"
-	case !r.hasReplica:
-		return "has no " + compile.CaptureReplicaTrigger + " trigger (for logical replication's writes)"
-	case !r.replicaIntact:
-		return "its " + compile.CaptureReplicaTrigger + " trigger is disabled, or not as rwc made it"
 	}
-	return ""
+	name, lacks := r.amiss()
+	switch {
+	case name == "":
+		return ""
+	case lacks && name == compile.CaptureReplicaTrigger:
+		return "has no " + name + " trigger (for logical replication's writes)"
+	case lacks:
+		return "has no " + name + " trigger"
+	}
+	return "its " + name + " trigger is disabled, or not as rwc made it"
 }
 
 // plain reports whether r is a table whose own triggers see every write
@@ -187,8 +307,9 @@ func (es epochs) lacksTriggers() bool {
 	return false
 }
 
-// summary is what the capture found, for the event and the log.
-func (es epochs) summary(skipped bool) string {
+// summary is what the capture found, for the event and the log: for each
+// table, how its fingerprints were taken (how, see capture.noteHow).
+func (es epochs) summary(skipped bool, how map[string]string) string {
 	if skipped {
 		return "triggers: nothing changed since the last refresh, no probe"
 	}
@@ -197,6 +318,10 @@ func (es epochs) summary(skipped bool) string {
 		switch {
 		case e.Why != "":
 			parts = append(parts, e.Relation+" "+e.Why)
+		case how[e.Relation] == "vouched":
+			parts = append(parts, e.Relation+" unchanged, not probed")
+		case how[e.Relation] != "":
+			parts = append(parts, e.Relation+" changed: "+how[e.Relation])
 		case e.Changed:
 			parts = append(parts, e.Relation+" changed")
 		}
@@ -264,11 +389,13 @@ func collectChangeLog(ctx context.Context, db *sql.DB, f *compile.Flow) error {
 	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, captureLock).Scan(&got); err != nil || !got {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM rwc.change_log WHERE ctid = ANY(ARRAY(
-		SELECT l.ctid FROM rwc.change_log l WHERE l.relid = ANY(ARRAY(SELECT to_regclass(x)::oid FROM unnest($1::text[]) x))
-		AND NOT EXISTS (SELECT 1 FROM rwc.captures s WHERE s.relid = l.relid AND NOT pg_visible_in_snapshot(l.xid, s.snapshot))
-		FOR UPDATE SKIP LOCKED))`, pq.Array(f.CaptureTables())); err != nil {
-		return err
+	for _, log := range []string{"rwc.change_log", "rwc.change_values"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+log+` WHERE ctid = ANY(ARRAY(
+			SELECT l.ctid FROM `+log+` l WHERE l.relid = ANY(ARRAY(SELECT to_regclass(x)::oid FROM unnest($1::text[]) x))
+			AND NOT EXISTS (SELECT 1 FROM rwc.captures s WHERE s.relid = l.relid AND NOT pg_visible_in_snapshot(l.xid, s.snapshot))
+			FOR UPDATE SKIP LOCKED))`, pq.Array(f.CaptureTables())); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }
@@ -288,12 +415,20 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 	if err != nil {
 		return []string{err.Error()}
 	}
-	var notes []string
+	// A table the query names twice is one table, whose triggers log
+	// what either name needs.
+	logged := map[uint32][]int{}
 	for _, e := range es {
-		if !e.installable {
+		logged[e.relid] = union(logged[e.relid], e.logged())
+	}
+	var notes []string
+	done := map[uint32]bool{}
+	for _, e := range es {
+		if !e.installable || done[e.relid] {
 			continue
 		}
-		if err := installTrigger(ctx, db, e.Relation, lockTimeout); err != nil {
+		done[e.relid] = true
+		if err := installTrigger(ctx, db, e.Relation, logged[e.relid], lockTimeout); err != nil {
 			notes = append(notes, fmt.Sprintf("%s: no %s trigger on %s (%s): it is probed at every refresh; give rwc's role ownership of the table, or create the trigger as its owner (rwc plan shows the statements)",
 				f.Name(), compile.CaptureTrigger, e.Relation, serverWords(err)))
 		}
@@ -301,7 +436,7 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 	return notes
 }
 
-func installTrigger(ctx context.Context, db *sql.DB, table string, lockTimeout time.Duration) error {
+func installTrigger(ctx context.Context, db *sql.DB, table string, attnums []int, lockTimeout time.Duration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -310,21 +445,53 @@ func installTrigger(ctx context.Context, db *sql.DB, table string, lockTimeout t
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
 		return err
 	}
-	// Replaced only when it is not rwc's: replacing it alters its catalog
-	// row, which every table's token holds (one more probe each).
-	var ours bool
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT prosrc = $1 AND prosecdef AND proconfig = ARRAY[$2]::text[]
-		FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false)`, compile.CaptureFunctionBody, compile.CaptureFunctionConfig).Scan(&ours); err != nil {
+	// Replaced only when they are not rwc's: replacing one alters its
+	// catalog row, which every table's token holds (one more probe each).
+	var ours, oursValues bool
+	if err := tx.QueryRowContext(ctx, `SELECT
+		coalesce((SELECT prosrc = $1 AND prosecdef AND proconfig = $2::text[] FROM pg_proc WHERE oid = to_regprocedure('rwc.capture()')), false),
+		coalesce((SELECT prosrc = $3 AND prosecdef AND proconfig = $4::text[] FROM pg_proc WHERE oid = to_regprocedure('rwc.capture_values()')), false)`,
+		compile.CaptureFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}),
+		compile.CaptureValuesFunctionBody, pq.Array(compile.CaptureValuesFunctionConfig)).Scan(&ours, &oursValues); err != nil {
 		return err
 	}
-	stmts := compile.CaptureTriggerSQL(table)
+	var stmts []string
 	if !ours {
-		stmts = append([]string{compile.CaptureFunctionSQL}, stmts...)
+		stmts = append(stmts, compile.CaptureFunctionSQL)
 	}
-	for _, s := range stmts {
+	if !oursValues && len(attnums) > 0 {
+		stmts = append(stmts, compile.CaptureValuesFunctionSQL)
+	}
+	for _, s := range append(stmts, compile.CaptureTriggerSQL(table, attnums)...) {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// logged is the attnums e's triggers are to log: those they log, and the
+// one the flow needs.
+func (e TableCapture) logged() []int {
+	if e.want == 0 {
+		return union(e.logs, nil)
+	}
+	return union(e.logs, []int{e.want})
+}
+
+// union is the sorted union of two sets of attnums.
+func union(a, b []int) []int {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// of is the capture of table (quoted, as CaptureTables names it).
+func (es epochs) of(table string) (TableCapture, bool) {
+	for _, e := range es {
+		if e.Relation == table {
+			return e, true
+		}
+	}
+	return TableCapture{}, false
 }

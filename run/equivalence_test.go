@@ -110,13 +110,16 @@ func TestIncrementalEquivalence(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do, %d of those unprobed: triggers vouched; %d fallbacks: %v), %d overrides, %d full refreshes; %d partitions swapped in whole",
-		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.unprobed, total.fallbacks, total.reasons, total.overrides, total.fulls, total.swapped)
+	t.Logf("%d sequences from seed %d: %d refreshes (%d incremental, %d of them recomputing partitions, %d with nothing to do, %d of those unprobed: triggers vouched; %d probing only the partitions triggers logged; %d fallbacks: %v), %d overrides, %d full refreshes; %d partitions swapped in whole",
+		done.Load(), seed, total.refreshes, total.incremental, total.partial, total.nothing, total.unprobed, total.narrowed, total.fallbacks, total.reasons, total.overrides, total.fulls, total.swapped)
 	if sequences >= 50 && total.swapped == 0 {
 		t.Errorf("no partition was swapped: the partitioned sequences test nothing of the swap")
 	}
 	if sequences >= 50 && total.unprobed == 0 {
 		t.Errorf("no refresh skipped its probes: the sequences capturing by triggers test nothing of what the triggers vouch for")
+	}
+	if sequences >= 50 && total.narrowed == 0 {
+		t.Errorf("no refresh probed only what triggers logged: the sequences capturing by triggers test nothing of the value log")
 	}
 	if !t.Failed() && done.Load() != int64(sequences) {
 		t.Errorf("ran %d sequences, want %d", done.Load(), sequences)
@@ -140,6 +143,7 @@ type eqStats struct {
 	refreshes, incremental, partial, nothing, fallbacks, overrides, fulls int
 	swapped                                                               int // partitions swapped in whole
 	unprobed                                                              int // refreshes whose triggers vouched that nothing changed
+	narrowed                                                              int // refreshes that probed only the partitions a source's triggers logged
 	reasons                                                               map[compile.Reason]int
 }
 
@@ -153,6 +157,7 @@ func (s *eqStats) add(o eqStats) {
 	s.fulls += o.fulls
 	s.swapped += o.swapped
 	s.unprobed += o.unprobed
+	s.narrowed += o.narrowed
 	if s.reasons == nil {
 		s.reasons = map[compile.Reason]int{}
 	}
@@ -616,6 +621,9 @@ func (q *eqSeq) refresh() {
 		if strings.Contains(res.Capture, "no probe") {
 			q.stats.unprobed++
 		}
+		if strings.Contains(res.Capture, "logged, probed there") {
+			q.stats.narrowed++
+		}
 	default:
 		q.stats.fallbacks++
 		for _, r := range res.Reasons {
@@ -795,19 +803,21 @@ func (q *eqSeq) randomAction() {
 func (q *eqSeq) blindSpot(source string) {
 	e := q.e
 	// Of the tables the flow reads, one that has rwc's trigger now.
-	tables := e.rows(`SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-		WHERE t.tgname = 'rwc_capture' AND c.relname IN ('` + source + `', 'dim') ORDER BY 1`)
-	if len(tables) == 0 {
+	// Any of its statement triggers: on a table whose values rwc logs,
+	// rwc_capture fires on TRUNCATE only, and the value triggers log the rest.
+	triggers := e.rows(`SELECT c.relname || ' ' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE t.tgname LIKE 'rwc\_capture%' AND t.tgname <> 'rwc_capture_replica' AND c.relname IN ('` + source + `', 'dim') ORDER BY 1`)
+	if len(triggers) == 0 {
 		return
 	}
-	table := strings.Trim(tables[q.rng.IntN(len(tables))], "()")
+	table, trigger, _ := strings.Cut(strings.Trim(triggers[q.rng.IntN(len(triggers))], `()"`), " ")
 	switch q.rng.IntN(6) {
 	case 0:
-		e.exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER rwc_capture`)
-		q.logf("disable the trigger on %s", table)
+		e.exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER ` + trigger)
+		q.logf("disable the trigger %s on %s", trigger, table)
 	case 1:
-		e.exec(`DROP TRIGGER IF EXISTS rwc_capture ON ` + table)
-		q.logf("drop the trigger on %s", table)
+		e.exec(`DROP TRIGGER IF EXISTS ` + trigger + ` ON ` + table)
+		q.logf("drop the trigger %s on %s", trigger, table)
 	case 2:
 		// Disabled and enabled again by the steps that follow's time: the
 		// trigger is back, but missed what was written meanwhile.
@@ -818,14 +828,14 @@ func (q *eqSeq) blindSpot(source string) {
 		day := q.randomDay()
 		// Enabled again as rwc made it (only its catalog row's version
 		// shows), or as a restore does (ENABLE TRIGGER ALL: origin only).
-		disable, enable := "TRIGGER rwc_capture", "ALWAYS TRIGGER rwc_capture"
+		disable, enable := "TRIGGER "+trigger, "ALWAYS TRIGGER "+trigger
 		if q.rng.IntN(2) == 0 {
 			disable, enable = "TRIGGER ALL", "TRIGGER ALL"
 		}
 		e.exec(fmt.Sprintf(`ALTER TABLE %[1]s DISABLE %[2]s; INSERT INTO %[1]s VALUES (%[3]d, DATE '%[4]s', 1, 7); ALTER TABLE %[1]s ENABLE %[5]s`,
 			table, disable, q.nextID, eqDate(day), enable))
 		q.touch(day)
-		q.logf("insert into %s on day %d with its trigger disabled, then enable it", table, day)
+		q.logf("insert into %s on day %d with its trigger %s disabled, then enable it", table, day, trigger)
 	case 3:
 		if table == "dim" {
 			return

@@ -117,6 +117,48 @@ func (p prints) rewritten(v string) (int64, bool) {
 	return fp[1], p.rewrite != nil && ok && fp[0] == rewrittenCounted
 }
 
+// sourceRows is what a probe of source found when these were stored.
+func (p prints) sourceRows(source string, whole bool) []fingerprintRow {
+	var out []fingerprintRow
+	for k, v := range p.parts {
+		if k.source == source && k.whole == whole && source != "" {
+			out = append(out, fingerprintRow{source: source, whole: whole, value: k.value, n: v[0], h: v[1]})
+		}
+	}
+	return out
+}
+
+// vouchedTarget is what the target's probe over window (the window they
+// were stored for) finds when no one but rwc wrote it since: the stored
+// fingerprints, but for the partitions the last refresh rewrote, which
+// are stored as counts of its rows and still need the probe (region, nil:
+// none) that recognises them. ok is false when a probe of the whole window
+// is needed all the same: the last refresh rewrote the whole window, or a
+// partition is stored as changed (changedPartition), or its mark expired.
+func (p prints) vouchedTarget(f *compile.Flow, window *predicate.Predicate) (rows []fingerprintRow, region *predicate.Predicate, ok bool) {
+	var rewritten []string
+	for k, v := range p.parts {
+		switch {
+		case k.source != "" || k.whole:
+		case v[0] == rewrittenCounted && p.rewrite != nil:
+			rewritten = append(rewritten, k.value)
+		case v[0] < 0:
+			return nil, nil, false
+		default:
+			rows = append(rows, fingerprintRow{value: k.value, n: v[0], h: v[1], inWindow: true})
+		}
+	}
+	if p.rewrite != nil && len(rewritten) == 0 {
+		return nil, nil, false
+	}
+	if len(rewritten) == 0 {
+		return rows, nil, true
+	}
+	sort.Strings(rewritten)
+	region, err := f.Narrow(window, rewritten)
+	return rows, region, err == nil
+}
+
 // targetRows is the rows the stored fingerprints count in the target
 // (a rewrite's mark counts the rows inserted).
 func (p prints) targetRows() int64 {

@@ -783,7 +783,7 @@ var volatileState = map[string]bool{
 // the fingerprints, a cache whose form depends on the refreshes that wrote
 // it (a create's "rewritten" marker, an incremental refresh's partitions).
 // The change log and what triggers vouch for are of the same kind.
-var logTables = []string{"rwc.events", "rwc.deployments", "rwc.fingerprints", "rwc.change_log", "rwc.captures"}
+var logTables = []string{"rwc.events", "rwc.deployments", "rwc.fingerprints", "rwc.change_log", "rwc.change_values", "rwc.captures"}
 
 // snapshot reads the database (see readSnapshot), failing the test on an
 // error.

@@ -328,7 +328,7 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 		}
 	}
 	if rt.c.epochs != nil {
-		res.Capture = rt.c.epochs.summary(rt.c.skipped)
+		res.Capture = rt.c.summary()
 	}
 	if req.Mode != Override {
 		// An override does not change the flow: its window, and the window

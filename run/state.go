@@ -13,7 +13,7 @@ import (
 
 // stateVersion is the newest state schema this rwc knows. Migrations only
 // add (or drop what can no longer be read); an older rwc refuses a newer state rather than misreading it.
-const stateVersion = 7
+const stateVersion = 8
 
 // migrations[i] takes the state schema from version i to i+1.
 var migrations = []string{
@@ -141,6 +141,16 @@ var migrations = []string{
 		snapshot pg_snapshot NOT NULL,
 		writer   xid8,
 		PRIMARY KEY (flow, relid)
+	);`,
+	// 8: capture: triggers logs partition values (compile.CaptureValueTriggers):
+	// per transaction and table, each value of a logged column (by attnum)
+	// that the transaction's rows held before or after it.
+	`CREATE TABLE rwc.change_values (
+		relid  oid  NOT NULL,
+		xid    xid8 NOT NULL,
+		attnum int2 NOT NULL,
+		value  text NOT NULL,
+		PRIMARY KEY (relid, xid, attnum, value)
 	);`,
 }
 

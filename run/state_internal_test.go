@@ -36,8 +36,8 @@ func TestMigrateVersions(t *testing.T) {
 	pgtest.Exec(t, db, `INSERT INTO rwc.fingerprints (flow, source, whole, value, n, h) VALUES
 		('old', '', true, '', 0, 0), ('old', '', true, 'rewritten', 2, 700), ('old', '', false, '2026-03-09', -1, 0),
 		('new', '', true, '', 0, 0), ('new', '', true, 'rewritten', 2, 700), ('new', '', false, '2026-03-09', -3, 2)`)
-	// As version 4 left it: without what versions 6 and 7 added.
-	pgtest.Exec(t, db, `DROP TABLE rwc.expectation_results, rwc.change_log, rwc.captures; UPDATE rwc.schema_version SET version = 4`)
+	// As version 4 left it: without what versions 6, 7 and 8 added.
+	pgtest.Exec(t, db, `DROP TABLE rwc.expectation_results, rwc.change_log, rwc.captures, rwc.change_values; UPDATE rwc.schema_version SET version = 4`)
 	if err := Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

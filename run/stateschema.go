@@ -158,6 +158,14 @@ var stateSchema = []stateTable{
 			{name: "writer", typ: "xid8"},
 		},
 		keys: []stateKey{{kind: "primary key", cols: []string{"flow", "relid"}}}},
+	{name: "change_values", since: 8, what: "which partition values of tables with rwc's value triggers changed, by transaction",
+		columns: []stateColumn{
+			{name: "relid", typ: "oid", notNull: true},
+			{name: "xid", typ: "xid8", notNull: true},
+			{name: "attnum", typ: "smallint", notNull: true},
+			{name: "value", typ: "text", notNull: true},
+		},
+		keys: []stateKey{{kind: "primary key", cols: []string{"relid", "xid", "attnum", "value"}}}},
 }
 
 // flowIdentity are the columns of rwc.flows that say which table a flow's

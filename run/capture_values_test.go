@@ -1,0 +1,124 @@
+package run_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/compile"
+)
+
+// A source whose triggers log the partition values its writes touched is
+// probed only there, a table whose trigger vouches that it did not change
+// not at all, and what the refresh stores is what probes of everything
+// would have found: with the triggers taken out of the way, probes of the
+// whole window find nothing changed.
+func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, dml string
+		logged    string   // the values logged, as the capture counts them
+		want      []string // the partitions recomputed
+	}{
+		{"insert", `INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, "1", []string{"2026-03-09"}},
+		{"update across days", `UPDATE ev SET d = '2026-03-10' WHERE d = '2026-03-09' AND k = 'a'`, "2", []string{"2026-03-09", "2026-03-10"}},
+		{"delete", `DELETE FROM ev WHERE d = '2026-03-08' AND k = 'b'`, "1", []string{"2026-03-08"}},
+		{"copy", `COPY ev FROM PROGRAM 'echo 2026-03-10,z,3' WITH (FORMAT csv)`, "1", []string{"2026-03-10"}},
+		{"merge", `MERGE INTO ev USING (VALUES (DATE '2026-03-09', 'a')) s(d, k) ON ev.d = s.d AND ev.k = s.k WHEN MATCHED THEN UPDATE SET v = 0`, "1", []string{"2026-03-09"}},
+		// The value is logged as rwc reads it, whatever the writer's DateStyle.
+		{"writer's DateStyle", `SET DateStyle = 'SQL, DMY'; INSERT INTO ev VALUES ('09/03/2026', 'c', 1); RESET DateStyle`, "1", []string{"2026-03-09"}},
+		{"outside the window", `UPDATE ev SET v = 0 WHERE d = '2026-03-02'`, "1", nil},
+		{"two transactions", `INSERT INTO ev VALUES ('2026-03-08', 'c', 1); INSERT INTO ev VALUES ('2026-03-10', 'c', 1)`, "2", []string{"2026-03-08", "2026-03-10"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			f := vouched(t, e, triggerSpec)
+			e.exec(c.dml)
+			res := refresh(t, e.runner(now0), reqWindow(f))
+			if res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, c.want) {
+				t.Fatalf("%s %v %v, want incremental %v", res.Action, res.Reasons, res.Partitions, c.want)
+			}
+			for _, want := range []string{`"ev" changed: ` + c.logged + " partition(s) logged, probed there", `"public"."t" unchanged, not probed`} {
+				if !strings.Contains(res.Capture, want) {
+					t.Errorf("capture %q, want it to say %q", res.Capture, want)
+				}
+			}
+			sameAsQuery(t, e, res)
+			// Probed whole now (the triggers' catalog rows change): nothing
+			// differs from what the refresh stored.
+			e.exec(`ALTER TABLE ev DISABLE TRIGGER rwc_capture_insert; ALTER TABLE t DISABLE TRIGGER rwc_capture`)
+			res = refresh(t, e.runner(now0), reqWindow(f))
+			if res.Action != compile.ActionIncremental || len(res.Partitions) != 0 || !strings.Contains(res.Capture, "disabled") {
+				t.Errorf("probed whole: %s %v %v, capture %q; want nothing changed", res.Action, res.Reasons, res.Partitions, res.Capture)
+			}
+		})
+	}
+}
+
+// sameAsQuery checks that the target's window equals the query's rows.
+func sameAsQuery(t *testing.T, e *env, res any) {
+	t.Helper()
+	if diff := e.rows(`(SELECT d, k, v FROM public.t WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM ev WHERE d >= '2026-03-08')
+		UNION ALL (SELECT d, k, v FROM ev WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM public.t WHERE d >= '2026-03-08')`); len(diff) > 0 {
+		t.Errorf("the target's window differs from the query's rows (%v): %v", res, diff)
+	}
+}
+
+// What the triggers cannot log as a value says "anything may have
+// changed": a NULL partition value, a TRUNCATE. The source is probed whole.
+func TestCaptureValuesNotLoggable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, dml string }{
+		{"null", `INSERT INTO ev VALUES (NULL, 'c', 1); UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`},
+		{"replica", `BEGIN; SET LOCAL session_replication_role = replica; UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'; COMMIT`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			f := vouched(t, e, triggerSpec)
+			e.exec(c.dml)
+			res := refresh(t, e.runner(now0), reqWindow(f))
+			if !strings.Contains(res.Capture, `"ev" changed;`) || strings.Contains(res.Capture, "logged") {
+				t.Errorf("capture %q, want ev probed whole", res.Capture)
+			}
+			if !slices.Equal(res.Partitions, []string{"2026-03-09"}) {
+				t.Errorf("%s %v, want 2026-03-09 recomputed", res.Action, res.Partitions)
+			}
+			sameAsQuery(t, e, res)
+		})
+	}
+}
+
+// Two flows that read the same table through different columns: its
+// triggers log both, and neither flow's refresh takes the other's column
+// away (which would have each reinstall the triggers, and probe, in turn).
+func TestCaptureValuesTwoColumns(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": triggerSpec}, "t")
+	byV := strings.NewReplacer("  t:\n", "  u:\n", "replace_where: d >= date_add(current_date(), -2)", "replace_where: v >= 50").Replace(triggerSpec)
+	u := flow(t, map[string]string{"p.yaml": byV}, "u")
+	for range 3 {
+		refresh(t, e.runner(now0), reqWindow(f))
+		refresh(t, e.runner(now0), reqWindow(u))
+	}
+	for _, fl := range []*flowT{f, u} {
+		if res := refresh(t, e.runner(now0), reqWindow(fl)); !strings.Contains(res.Capture, "no probe") {
+			t.Errorf("%s: capture %q, want nothing changed, unprobed", fl.Name(), res.Capture)
+		}
+	}
+	if args := e.rows(`SELECT string_agg(a, '+') FROM pg_trigger, unnest(string_to_array(encode(tgargs, 'escape'), '\000')) a
+		WHERE tgname = 'rwc_capture_insert' AND tgrelid = 'ev'::regclass AND a <> ''`); len(args) != 1 || args[0] != "(1+3)" {
+		t.Errorf("rwc_capture_insert's arguments %v, want ev's columns 1 and 3", args)
+	}
+	e.exec(`UPDATE ev SET v = 60 WHERE d = '2026-03-09' AND k = 'a'`)
+	res := refresh(t, e.runner(now0), reqWindow(u))
+	if !slices.Equal(res.Partitions, []string{"60"}) || !strings.Contains(res.Capture, "2 partition(s) logged") {
+		t.Errorf("u: %s %v, capture %q; want v 60 recomputed from the log (9, logged too, lies outside the window)", res.Action, res.Partitions, res.Capture)
+	}
+	res = refresh(t, e.runner(now0), reqWindow(f))
+	if !slices.Equal(res.Partitions, []string{"2026-03-09"}) || !strings.Contains(res.Capture, "1 partition(s) logged") {
+		t.Errorf("t: %s %v, capture %q; want 2026-03-09 recomputed from the log", res.Action, res.Partitions, res.Capture)
+	}
+}
