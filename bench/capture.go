@@ -31,6 +31,7 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 		plainIns, trgIns []time.Duration
 	}
 	var rows []*row
+	var days []*lateDay
 	for _, n := range sizes {
 		fmt.Printf("generating %d fact rows over 365 days…\n", n)
 		fact := fmt.Sprintf("sales_fct_%d", n)
@@ -85,6 +86,12 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 			return err
 		}
 		rows = append(rows, r)
+		flows := [2]string{fmt.Sprintf("capture_triggers_%d", n), fmt.Sprintf("capture_fingerprints_%d", n)}
+		late, err := benchLateDay(ctx, db, dsn, fact, [2]func() error{applies[1], applies[0]}, flows, max(rounds, 10))
+		if err != nil {
+			return err
+		}
+		days = append(days, late)
 	}
 	fmt.Printf("\nnothing changed: the 7-day window's flow capturing by fingerprints against the same flow capturing by triggers, alternating, median of %d rounds, one run\n", rounds)
 	fmt.Println("(rwc apply: the whole process; refresh: the refresh transaction as the event log records it):")
@@ -104,6 +111,7 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 		fmt.Printf("| %d | %s | %s | %.2f× |\n", r.size, a.Round(10*time.Microsecond), b.Round(10*time.Microsecond), ratio(b, a))
 	}
 	fmt.Println("\ngoal: the write overhead rwc adds ≤ 1.25×")
+	printLateDays(sizes, days)
 	return nil
 }
 

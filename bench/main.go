@@ -238,20 +238,9 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 	if err != nil {
 		return err
 	}
-	// The server's own psql, not Debian's /usr/bin/psql, a Perl wrapper
-	// that takes three times as long to start: that would be the hand-
-	// written contender's handicap, not rwc's merit.
-	bin, err := pgcluster.BinDir()
+	psql, err := psqlRunner(dsn)
 	if err != nil {
 		return err
-	}
-	psqlBin := filepath.Join(bin, "psql")
-	psql := func(script string) error {
-		cmd := exec.Command(psqlBin, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn, "-c", script)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("psql: %v\n%s", err, out)
-		}
-		return nil
 	}
 	// With its sources unchanged, an rwc refresh is incremental and finds
 	// nothing to do. Touching the dimension (a source joined on another
@@ -520,6 +509,25 @@ func benchRepeat(ctx context.Context, db *sql.DB, n int, rwc, touchDim func() er
 }
 
 // event is a refresh's line in rwc's event log.
+// psqlRunner returns how the hand-written contenders run a script: the
+// server's own psql, not Debian's /usr/bin/psql, a Perl wrapper that takes
+// three times as long to start: that would be the hand-written
+// contender's handicap, not rwc's merit.
+func psqlRunner(dsn string) (func(script string) error, error) {
+	bin, err := pgcluster.BinDir()
+	if err != nil {
+		return nil, err
+	}
+	psqlBin := filepath.Join(bin, "psql")
+	return func(script string) error {
+		cmd := exec.Command(psqlBin, "-X", "-q", "-v", "ON_ERROR_STOP=1", dsn, "-c", script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("psql: %v\n%s", err, out)
+		}
+		return nil
+	}, nil
+}
+
 type event struct {
 	action, reasons string
 	partitions      int

@@ -62,14 +62,15 @@ const (
 const CaptureReplicaTriggerType = 1 | 4 | 8 | 16
 
 // CaptureValuesFunctionBody is rwc.capture_values()'s body, the function
-// of the value triggers (CaptureValueTriggers): for each column its
-// arguments name (by attnum: a renamed column keeps being logged), the
-// distinct values the statement's rows held before and after it, one row
-// each in rwc.change_values, so that a refresh probes only the partitions
-// they name. A value it cannot log (NULL, or a column dropped since) logs
-// the transaction in rwc.change_log instead, which says "anything may have
-// changed": that table is probed whole. Values are read as text with
-// DateStyle ISO, as rwc's probes read them.
+// of the value triggers (CaptureTriggers): for each column its arguments
+// name (by attnum: a renamed column keeps being logged), the distinct
+// values the statement's rows held before and after it, one row each in
+// rwc.change_values, so that a refresh probes only the partitions they
+// name. A value it cannot log says "anything may have changed", and that
+// table is probed whole: a NULL is logged with attnum 0, a column dropped
+// since in rwc.change_log. Values are read as text with DateStyle ISO, as
+// rwc's probes read them. One statement, no CTE: a writer pays for a scan
+// of its transition table and an insert of a few rows.
 const CaptureValuesFunctionBody = `
 DECLARE
 	a text;
@@ -90,11 +91,9 @@ BEGIN
 		END IF;
 	END LOOP;
 	IF cardinality(sel) > 0 THEN
-		EXECUTE 'WITH d (a, v) AS (' || array_to_string(sel, ' UNION ') || '),
-			w AS (INSERT INTO rwc.change_log (relid, xid) SELECT $1, pg_current_xact_id()
-				WHERE EXISTS (SELECT FROM d WHERE v IS NULL) ON CONFLICT DO NOTHING)
-			INSERT INTO rwc.change_values (relid, xid, attnum, value)
-			SELECT $1, pg_current_xact_id(), a, v FROM d WHERE v IS NOT NULL ON CONFLICT DO NOTHING' USING TG_RELID;
+		EXECUTE 'INSERT INTO rwc.change_values (relid, xid, attnum, value)
+			SELECT $1, pg_current_xact_id(), CASE WHEN v IS NULL THEN 0 ELSE a END, coalesce(v, '''')
+			FROM (SELECT DISTINCT a, v FROM (' || array_to_string(sel, ' UNION ALL ') || ') u (a, v)) d ON CONFLICT DO NOTHING' USING TG_RELID;
 	END IF;
 	RETURN NULL;
 END

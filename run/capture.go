@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,10 @@ type capture struct {
 	vouching bool
 	mu       sync.Mutex
 	how      map[string]string // table → how its fingerprints were taken, for the summary
+	logged   []string          // partition values the triggers logged, recomputed before their probe answers
+	pending  []pendingProbe    // the probes of those values
+	r        *Runner
+	spare    *spareConns
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A
@@ -42,7 +47,7 @@ type capture struct {
 // only to be stored, and a second connection takes them while this one
 // writes. The caller stops what is still running (stop).
 func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) (*capture, error) {
-	c := &capture{f: f, window: window}
+	c := &capture{f: f, window: window, r: r, spare: spare}
 	if err := c.start(ctx, r, tx, f, req, dec, st, window, spare); err != nil {
 		c.stop()
 		return nil, err
@@ -89,7 +94,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 			c.parted = append(c.parted, p)
 		}
 	}
-	if c.sources, err = c.probe(ctx, tx, whole); err != nil {
+	if c.sources, err = c.probe(ctx, tx, whole, false); err != nil {
 		return queryError(f, err)
 	}
 	if dec.Action == compile.ActionIncremental {
@@ -99,7 +104,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 		return nil
 	}
 	if dec.Action == compile.ActionIncremental && c.forced == "" {
-		rows, err := c.probe(ctx, tx, c.parted)
+		rows, err := c.probe(ctx, tx, c.parted, false)
 		if err != nil {
 			return queryError(f, err)
 		}
@@ -113,7 +118,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 	}
 	parted := c.parted
 	c.later, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-		return c.probe(ctx, tx, parted)
+		return c.probe(ctx, tx, parted, true)
 	})
 	return err
 }
@@ -130,7 +135,7 @@ func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flo
 	}
 	if e, ok := c.epochs.of(f.Target()); ok && c.vouching && e.Trusted && !e.Changed {
 		if rows, region, ok := stored.vouchedTarget(f, window); ok {
-			c.noteHow(f.Target(), "vouched")
+			c.noteHow(f.Target(), "vouched", nil)
 			if region == nil {
 				c.target = readyProbe(rows)
 				return nil
@@ -150,16 +155,18 @@ func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flo
 	return err
 }
 
-// probe takes the fingerprints of the sources probes fingerprint: from
-// those stored for a source whose trigger vouches that it did not change,
-// and for one whose trigger logged the partition values that changed, from
-// those stored but for those values, which it probes. Either is what the
-// probe would find (the window is the one they were stored for), so the
-// decision and what is stored are the probes' own.
-func (c *capture) probe(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fingerprintRow, error) {
+// probe takes the fingerprints of the sources probes fingerprint, but for
+// a source whose trigger vouches that it did not change, whose stored ones
+// stand in, and one whose trigger logged the partition values that
+// changed: those values are recomputed (logged) without waiting for their
+// probe, which runs beside the write (direct: here, in tx) and is merged
+// with the stored fingerprints of the others when the refresh stores
+// them (allSources). The window is the one the fingerprints were stored
+// for, so that is what a probe of it all would find.
+func (c *capture) probe(ctx context.Context, tx *sql.Tx, probes []compile.Probe, direct bool) ([]fingerprintRow, error) {
 	var out []fingerprintRow
 	for _, p := range probes {
-		rows, err := c.probeOne(ctx, tx, p)
+		rows, err := c.probeOne(ctx, tx, p, direct)
 		if err != nil {
 			return nil, err
 		}
@@ -168,39 +175,53 @@ func (c *capture) probe(ctx context.Context, tx *sql.Tx, probes []compile.Probe)
 	return out, nil
 }
 
-func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRow, error) {
+func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, direct bool) ([]fingerprintRow, error) {
 	e, ok := c.epochs.of(p.Table)
 	if !ok || !c.vouching || !e.Trusted {
 		return runProbe(ctx, tx, p)
 	}
 	stored := c.stored.sourceRows(p.Source, p.Whole)
 	if !e.Changed {
-		c.noteHow(p.Table, "vouched")
+		c.noteHow(p.Table, "vouched", nil)
 		return stored, nil
 	}
-	if p.Whole || !e.valuesKnown || len(e.values) == 0 {
-		return runProbe(ctx, tx, p)
+	var narrowed *predicate.Predicate
+	var np compile.Probe
+	var err error
+	if !p.Whole && e.valuesKnown && len(e.values) > 0 {
+		if narrowed, err = c.f.Narrow(c.window, e.values); err == nil {
+			np, err = c.f.ProbeOf(p, narrowed)
+		}
 	}
-	narrowed, err := c.f.Narrow(c.window, e.values)
-	if err != nil {
+	if narrowed == nil || err != nil {
 		return runProbe(ctx, tx, p) // a value the window's type cannot read: probe it all
 	}
-	np, err := c.f.ProbeOf(p, narrowed)
-	if err != nil {
-		return nil, err
-	}
-	probed, err := runProbe(ctx, tx, np)
-	if err != nil {
-		return nil, err
-	}
-	c.noteHow(p.Table, fmt.Sprintf("%d partition(s) logged, probed there", len(e.values)))
-	out := probed
+	c.noteHow(p.Table, fmt.Sprintf("%d partition(s) logged, recomputed, probed beside the write", len(e.values)), e.values)
+	out := stored[:0:0]
 	for _, r := range stored {
 		if !rewrote(c.f, narrowed, r.value) {
 			out = append(out, r)
 		}
 	}
+	if direct {
+		probed, err := runProbe(ctx, tx, np)
+		return append(out, probed...), err
+	}
+	a, err := c.r.aside(ctx, tx, c.spare, []string{p.Table}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+		return runProbe(ctx, tx, np)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.pending = append(c.pending, pendingProbe{a, np})
 	return out, nil
+}
+
+// pendingProbe is a probe of the partitions a source's triggers logged,
+// running beside the write.
+type pendingProbe struct {
+	aside *asideProbe
+	probe compile.Probe
 }
 
 // summary is what the capture found and did, for the event and the log.
@@ -210,21 +231,26 @@ func (c *capture) summary() string {
 	return c.epochs.summary(c.skipped, c.how)
 }
 
-// noteHow records how a table's fingerprints were taken. The sources'
-// probes may run aside: the summary reads it after they ended.
-func (c *capture) noteHow(table, how string) {
+// noteHow records how a table's fingerprints were taken, and the values
+// its triggers logged that are to be recomputed. The sources' probes may
+// run aside: the summary reads it after they ended.
+func (c *capture) noteHow(table, how string, logged []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.how == nil {
 		c.how = map[string]string{}
 	}
 	c.how[table] = how
+	c.logged = append(c.logged, logged...)
 }
 
 // stop cancels the probes still running aside, and waits for them.
 func (c *capture) stop() {
 	c.target.stop()
 	c.later.stop()
+	for _, p := range c.pending {
+		p.aside.stop()
+	}
 }
 
 // allSources returns the sources' fingerprints, with those taken beside the
@@ -232,21 +258,32 @@ func (c *capture) stop() {
 // behind someone who waits for this transaction (see aside): the sources
 // are as they were, so this connection probes them instead.
 func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+	out := c.sources
+	for _, p := range c.pending {
+		rows, err := besideOrHere(ctx, tx, p.aside, func() ([]fingerprintRow, error) { return runProbe(ctx, tx, p.probe) })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
 	if c.later == nil {
-		return c.sources, nil
+		return out, nil
 	}
-	var later []fingerprintRow
-	var err error
-	if c.later.hasLocks() {
-		later, err = c.later.result()
-	} else {
-		c.later.stop()
-		later, err = probeSources(ctx, tx, c.parted)
-	}
+	later, err := besideOrHere(ctx, tx, c.later, func() ([]fingerprintRow, error) { return c.probe(ctx, tx, c.parted, true) })
 	if err != nil {
 		return nil, err
 	}
-	return append(c.sources, later...), nil
+	return append(out, later...), nil
+}
+
+// besideOrHere is the answer of a probe aside, or, when it has not got its
+// locks, of the same probe on this connection (see allSources).
+func besideOrHere(ctx context.Context, tx *sql.Tx, a *asideProbe, here func() ([]fingerprintRow, error)) ([]fingerprintRow, error) {
+	if a.hasLocks() {
+		return a.result()
+	}
+	a.stop()
+	return here()
 }
 
 // decide is the capture's part of the decision (compile.DecideCapture),
@@ -290,6 +327,13 @@ func (c *capture) found(target compile.TargetCheck) compile.Captured {
 	got := compile.Captured{Forced: c.forced, Target: target}
 	if c.forced == "" {
 		got.Changed = changedValues(c.f, c.window, c.sources, c.stored)
+		inWindow := inWindowOf(c.f, c.window)
+		for _, v := range c.logged {
+			if inWindow(v) && !slices.Contains(got.Changed, v) {
+				got.Changed = append(got.Changed, v)
+			}
+		}
+		slices.Sort(got.Changed)
 	}
 	return got
 }

@@ -67,8 +67,9 @@ type epochs []TableCapture
 // token stored for the flow ($1), the column whose values the flow needs
 // logged ($3, "" none) and whether its type prints the same in every
 // session, and what the log holds that the stored snapshot did not see:
-// a transaction that changed anything (change_log), and the values of
-// that column that changed (change_values). The token holds the columns'
+// a transaction that changed anything (change_log, or a NULL, logged
+// with attnum 0 in change_values), and the values of that column that
+// changed (change_values). The token holds the columns'
 // catalog rows too: ALTER TABLE … INHERIT and NO INHERIT change them, and
 // leave the table's own alone.
 const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
@@ -78,6 +79,8 @@ const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '
 		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
 	coalesce(w.attnum, 0), coalesce(w.atttypid IN ('date'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'text'::regtype, 'varchar'::regtype), false),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
+		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer)
+		OR EXISTS (SELECT 1 FROM rwc.change_values l WHERE l.relid = c.oid AND l.attnum = 0
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_values l WHERE l.relid = c.oid
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer), false),

@@ -8,11 +8,12 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 )
 
-// A source whose triggers log the partition values its writes touched is
-// probed only there, a table whose trigger vouches that it did not change
-// not at all, and what the refresh stores is what probes of everything
-// would have found: with the triggers taken out of the way, probes of the
-// whole window find nothing changed.
+// A source whose triggers log the partition values its writes touched has
+// those partitions recomputed without waiting for a probe, which runs
+// beside the write and only there; a table whose trigger vouches that it
+// did not change is not probed at all. What the refresh stores is what
+// probes of everything would have found: with the triggers taken out of
+// the way, probes of the whole window find nothing changed.
 func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -39,7 +40,7 @@ func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 			if res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, c.want) {
 				t.Fatalf("%s %v %v, want incremental %v", res.Action, res.Reasons, res.Partitions, c.want)
 			}
-			for _, want := range []string{`"ev" changed: ` + c.logged + " partition(s) logged, probed there", `"public"."t" unchanged, not probed`} {
+			for _, want := range []string{`"ev" changed: ` + c.logged + " partition(s) logged, recomputed, probed beside the write", `"public"."t" unchanged, not probed`} {
 				if !strings.Contains(res.Capture, want) {
 					t.Errorf("capture %q, want it to say %q", res.Capture, want)
 				}
@@ -48,9 +49,9 @@ func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 			// Probed whole now (the triggers' catalog rows change): nothing
 			// differs from what the refresh stored.
 			e.exec(`ALTER TABLE ev DISABLE TRIGGER rwc_capture_insert; ALTER TABLE t DISABLE TRIGGER rwc_capture`)
-			res = refresh(t, e.runner(now0), reqWindow(f))
-			if res.Action != compile.ActionIncremental || len(res.Partitions) != 0 || !strings.Contains(res.Capture, "disabled") {
-				t.Errorf("probed whole: %s %v %v, capture %q; want nothing changed", res.Action, res.Reasons, res.Partitions, res.Capture)
+			again := refresh(t, e.runner(now0), reqWindow(f))
+			if again.Action != compile.ActionIncremental || len(again.Partitions) != 0 || !strings.Contains(again.Capture, "disabled") {
+				t.Errorf("probed whole: %s %v %v, capture %q; want nothing changed", again.Action, again.Reasons, again.Partitions, again.Capture)
 			}
 		})
 	}

@@ -621,7 +621,7 @@ func (q *eqSeq) refresh() {
 		if strings.Contains(res.Capture, "no probe") {
 			q.stats.unprobed++
 		}
-		if strings.Contains(res.Capture, "logged, probed there") {
+		if strings.Contains(res.Capture, "partition(s) logged") {
 			q.stats.narrowed++
 		}
 	default:
