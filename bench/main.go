@@ -150,7 +150,7 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "pgdata"), Fsync: true})
+	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "pgdata"), Fsync: true, Settings: ivmSettings()})
 	if err != nil {
 		return err
 	}
