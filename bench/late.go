@@ -17,9 +17,9 @@ type lateDay struct {
 	wall    [3][]time.Duration // triggers, fingerprints, hand-written
 	inTx    [2][]time.Duration // rwc's refresh transactions
 	actions [2]map[string]int
+	ivm     []time.Duration // pg_ivm: the same 10 inserts into a copy of the fact under an IMMV
+	ivmNote string          // why pg_ivm was not measured
 }
-
-var lateContenders = [3]string{"triggers: rwc apply", "fingerprints: rwc apply", "hand-written DELETE+INSERT of the day"}
 
 // benchLateDay runs batches rounds on fact, whose flows (triggers first)
 // applies and flows name.
@@ -91,12 +91,17 @@ func printLateDays(sizes []int, days []*lateDay) {
 	fmt.Println("\ngoal: one late day ≤ 1.3× the hand-written single-day DELETE+INSERT at each size")
 	fmt.Println("\nthe pg_ivm workload, rwc's side: 10 batches of 1,000 late rows, each insert followed by rwc apply (triggers):")
 	fmt.Println()
-	fmt.Println("| fact rows | inserts (10) | rwc applies (10) | total |")
-	fmt.Println("| ---: | ---: | ---: | ---: |")
+	fmt.Println("| fact rows | inserts (10) | rwc applies (10) | total | pg_ivm: inserts into the IMMV's fact (10) | rwc ÷ pg_ivm |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: |")
 	for k, l := range days {
 		ins, app := sum(l.inserts[:10]), sum(l.wall[0][:10])
-		fmt.Printf("| %d | %s | %s | %s |\n", sizes[k], ins.Round(time.Millisecond), app.Round(time.Millisecond), (ins + app).Round(time.Millisecond))
+		ivm, vs := l.ivmNote, ""
+		if l.ivm != nil {
+			ivm, vs = sum(l.ivm).Round(time.Millisecond).String(), fmt.Sprintf("%.2f×", ratio(ins+app, sum(l.ivm)))
+		}
+		fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", sizes[k], ins.Round(time.Millisecond), app.Round(time.Millisecond), (ins + app).Round(time.Millisecond), ivm, vs)
 	}
+	fmt.Println("\ngoal: rwc's total ≤ 2× pg_ivm's")
 }
 
 func sum(ds []time.Duration) time.Duration {
