@@ -176,11 +176,12 @@ var lockHeld = regexp.MustCompile(`holding ACCESS EXCLUSIVE on the target for (\
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // historyFlow writes the spec of one flow (a copy of the main benchmark's
-// sales_enriched, its window the 7 days to today) and returns how to apply
-// it, with rwc's output.
+// sales_enriched, its window the 7 days to today, capturing by triggers:
+// how a flow refreshed often is set up) and returns how to apply it, with
+// rwc's output.
 func historyFlow(dsn, tmp, rwcBin, flow, partitioning string) (func() (string, error), error) {
 	s := strings.Replace(strings.Replace(spec, "sales_enriched", flow, 1), "date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -6)", 1)
-	return applier(tmp, rwcBin, dsn, flow, strings.Replace(s, "    query: |", partitioning+"    query: |", 1))
+	return applier(tmp, rwcBin, dsn, flow, strings.Replace(s, "    query: |", partitioning+"    capture: triggers\n    query: |", 1))
 }
 
 // deadInWindow counts the dead row versions in a target's relations

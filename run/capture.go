@@ -103,7 +103,9 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 	if len(c.parted) == 0 {
 		return nil
 	}
-	if dec.Action == compile.ActionIncremental && c.forced == "" {
+	// Needed before the write, or cheap to have now: their triggers stand
+	// in for their probes (a second connection would cost more).
+	if dec.Action == compile.ActionIncremental && (c.forced == "" || c.unprobed(c.parted)) {
 		rows, err := c.probe(ctx, tx, c.parted, false)
 		if err != nil {
 			return queryError(f, err)
@@ -207,7 +209,7 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 		probed, err := runProbe(ctx, tx, np)
 		return append(out, probed...), err
 	}
-	a, err := c.r.aside(ctx, tx, c.spare, []string{p.Table}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+	a, err := c.r.asideLazily(ctx, tx, c.spare, []string{p.Table}, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 		return runProbe(ctx, tx, np)
 	})
 	if err != nil {
@@ -215,6 +217,22 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 	}
 	c.pending = append(c.pending, pendingProbe{a, np})
 	return out, nil
+}
+
+// unprobed reports whether none of probes needs probing before the write:
+// each source's triggers vouch for it, or logged the values that changed
+// (see probeOne).
+func (c *capture) unprobed(probes []compile.Probe) bool {
+	if !c.vouching {
+		return false
+	}
+	for _, p := range probes {
+		e, ok := c.epochs.of(p.Table)
+		if !ok || !e.Trusted || e.Changed && (!e.valuesKnown || len(e.values) == 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // pendingProbe is a probe of the partitions a source's triggers logged,

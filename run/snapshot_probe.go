@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,6 +49,33 @@ func (r *Runner) aside(ctx context.Context, tx *sql.Tx, conns *spareConns, table
 	a.cancel = cancel
 	go func() {
 		defer close(a.done)
+		defer conn.Close()
+		a.rows, a.err = r.inSnapshot(probeCtx, conn, snapshot, tables, a.locked, probe)
+	}()
+	return a, nil
+}
+
+// asideLazily is aside for a probe whose answer is wanted only late, and
+// may then be had here instead (besideOrHere): it takes its connection in
+// the background, so that a refresh with none spare does not wait for one
+// to open; when none is to be had, it ends without its locks, and the
+// caller runs the probe itself.
+func (r *Runner) asideLazily(ctx context.Context, tx *sql.Tx, conns *spareConns, tables []string, probe func(context.Context, *sql.Tx) ([]fingerprintRow, error)) (*asideProbe, error) {
+	if conns == nil {
+		return r.aside(ctx, tx, nil, tables, probe)
+	}
+	var snapshot string
+	if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+		return nil, err
+	}
+	probeCtx, cancel := context.WithCancel(ctx)
+	a := &asideProbe{locked: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(a.done)
+		conn := conns.take(probeCtx)
+		if conn == nil {
+			return // a.locked stays open: not probed
+		}
 		defer conn.Close()
 		a.rows, a.err = r.inSnapshot(probeCtx, conn, snapshot, tables, a.locked, probe)
 	}()
@@ -149,6 +177,7 @@ func (r *Runner) inSnapshot(ctx context.Context, conn *sql.Conn, snapshot string
 type spareConns struct {
 	db     *sql.DB
 	ch     chan *sql.Conn // nil for a connection that could not be had
+	mu     sync.Mutex     // probes aside lazily take theirs from goroutines of their own
 	ready  bool           // the one opened in advance is not taken yet
 	cancel context.CancelFunc
 }
@@ -173,7 +202,9 @@ func (sc *spareConns) take(ctx context.Context) *sql.Conn {
 	if sc == nil {
 		return nil
 	}
+	sc.mu.Lock()
 	if sc.ready {
+		defer sc.mu.Unlock()
 		sc.ready = false
 		select {
 		case c := <-sc.ch:
@@ -187,6 +218,7 @@ func (sc *spareConns) take(ctx context.Context) *sql.Conn {
 			return nil
 		}
 	}
+	sc.mu.Unlock()
 	connCtx, cancel := context.WithTimeout(ctx, asideConnWait)
 	defer cancel()
 	c, err := sc.db.Conn(connCtx)
@@ -204,6 +236,8 @@ func (sc *spareConns) release() {
 		return
 	}
 	sc.cancel()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	if sc.ready {
 		sc.ready = false
 		if c := <-sc.ch; c != nil {
