@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run"
 )
 
 // A source whose triggers log the partition values its writes touched has
@@ -33,10 +34,7 @@ func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := newDailyEnv(t)
-			f := vouched(t, e, triggerSpec)
-			e.exec(c.dml)
-			res := refresh(t, e.runner(now0), reqWindow(f))
+			e, f, res := refreshAfter(t, c.dml)
 			if res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, c.want) {
 				t.Fatalf("%s %v %v, want incremental %v", res.Action, res.Reasons, res.Partitions, c.want)
 			}
@@ -57,6 +55,16 @@ func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 	}
 }
 
+// refreshAfter refreshes the daily flow capturing by triggers once its
+// triggers vouch for every table (vouched), then after dml.
+func refreshAfter(t *testing.T, dml string) (*env, *flowT, run.Result) {
+	t.Helper()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(dml)
+	return e, f, refresh(t, e.runner(now0), reqWindow(f))
+}
+
 // sameAsQuery checks that the target's window equals the query's rows.
 func sameAsQuery(t *testing.T, e *env, res any) {
 	t.Helper()
@@ -67,7 +75,9 @@ func sameAsQuery(t *testing.T, e *env, res any) {
 }
 
 // What the triggers cannot log as a value says "anything may have
-// changed": a NULL partition value, a TRUNCATE. The source is probed whole.
+// changed": a NULL partition value, a replica's write. The source is
+// probed whole. (A TRUNCATE changes the table's catalog row: see
+// TestCaptureTriggersLogged.)
 func TestCaptureValuesNotLoggable(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, dml string }{
@@ -76,10 +86,7 @@ func TestCaptureValuesNotLoggable(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := newDailyEnv(t)
-			f := vouched(t, e, triggerSpec)
-			e.exec(c.dml)
-			res := refresh(t, e.runner(now0), reqWindow(f))
+			e, _, res := refreshAfter(t, c.dml)
 			if !strings.Contains(res.Capture, `"ev" changed;`) || strings.Contains(res.Capture, "logged") {
 				t.Errorf("capture %q, want ev probed whole", res.Capture)
 			}
@@ -121,5 +128,31 @@ func TestCaptureValuesTwoColumns(t *testing.T) {
 	res = refresh(t, e.runner(now0), reqWindow(f))
 	if !slices.Equal(res.Partitions, []string{"2026-03-09"}) || !strings.Contains(res.Capture, "1 partition(s) logged") {
 		t.Errorf("t: %s %v, capture %q; want 2026-03-09 recomputed from the log", res.Action, res.Partitions, res.Capture)
+	}
+}
+
+// A dimension that changed forces the whole window; the fact, whose
+// triggers vouch that it did not, is not probed for the fingerprints the
+// refresh stores (nor is a second connection opened for it), and those it
+// stores are exact: the next late row is found from the log alone.
+func TestCaptureValuesDimensionChanged(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE TABLE kd (k text PRIMARY KEY, w integer); INSERT INTO kd VALUES ('a', 1), ('b', 2), ('c', 3)`)
+	spec := strings.Replace(triggerSpec, "SELECT d, k, v FROM ev", "SELECT e.d, e.k, e.v + kd.w AS v FROM ev e JOIN kd ON kd.k = e.k  -- rwc:nolint RW403", 1)
+	f := vouched(t, e, spec)
+	e.exec(`UPDATE kd SET w = 10 WHERE k = 'a'`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if res.Action != compile.ActionRecomputeWindow || !strings.Contains(res.Capture, `"ev" unchanged, not probed`) || !strings.Contains(res.Capture, `"kd" changed`) {
+		t.Errorf("after the dimension changed: %s %v, capture %q; want the window recomputed, ev not probed", res.Action, res.Reasons, res.Capture)
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	res = refresh(t, e.runner(now0), reqWindow(f))
+	if !slices.Equal(res.Partitions, []string{"2026-03-09"}) || !strings.Contains(res.Capture, "1 partition(s) logged") {
+		t.Errorf("after a late row: %s %v %v, capture %q; want 2026-03-09 recomputed from the log", res.Action, res.Reasons, res.Partitions, res.Capture)
+	}
+	if diff := e.rows(`(SELECT d, k, v FROM public.t EXCEPT ALL SELECT e.d, e.k, e.v + kd.w FROM ev e JOIN kd ON kd.k = e.k WHERE e.d >= '2026-03-08')
+		UNION ALL (SELECT e.d, e.k, e.v + kd.w FROM ev e JOIN kd ON kd.k = e.k WHERE e.d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM public.t)`); len(diff) > 0 {
+		t.Errorf("the target differs from the query's rows: %v", diff)
 	}
 }

@@ -69,7 +69,7 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 	if len(flows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; with capture: triggers, skipped when every table's trigger vouches that nothing changed):")
+	fmt.Fprintln(w, "\nchange capture (fingerprints taken at each refresh; with capture: triggers, not of a table whose triggers vouch that it did not change, and of a source only in the partitions its triggers logged):")
 	for _, f := range flows {
 		c := f.Capture
 		what := "no fingerprints: its next refresh recomputes the window"
@@ -93,13 +93,17 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 
 // vouches says whether a table's trigger vouches for it, or why not.
 func vouches(t run.TableCapture) string {
-	switch {
-	case t.Why != "":
+	if t.Why != "" {
 		return "probed: " + t.Why
-	case t.Changed:
-		return "vouches; changed since the last refresh"
 	}
-	return "vouches; unchanged since the last refresh"
+	what := "vouches"
+	if t.LogsValues {
+		what += " and logs which partitions change"
+	}
+	if t.Changed {
+		return what + "; changed since the last refresh"
+	}
+	return what + "; unchanged since the last refresh"
 }
 
 // writeCoverage prints, per flow, which partition ranges each column has
