@@ -48,14 +48,15 @@ type capture struct {
 // writes. The caller stops what is still running (stop).
 func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) (*capture, error) {
 	c := &capture{f: f, window: window, r: r, spare: spare}
-	if err := c.start(ctx, r, tx, f, req, dec, st, window, spare); err != nil {
+	if err := c.start(ctx, tx, req, dec, st); err != nil {
 		c.stop()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) error {
+func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compile.Decision, st flowState) error {
+	f, window := c.f, c.window
 	var err error
 	if f.CapturesByTriggers() && req.Mode == Window {
 		if c.epochs, err = readEpochs(ctx, tx, f); err != nil {
@@ -74,7 +75,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 			return nil
 		}
 		if c.stored.taken {
-			if err := c.startTarget(ctx, r, tx, st, spare); err != nil {
+			if err := c.startTarget(ctx, tx, st); err != nil {
 				return err
 			}
 		}
@@ -119,7 +120,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 		tables[i] = p.Table
 	}
 	parted := c.parted
-	c.later, err = r.aside(ctx, tx, spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
+	c.later, err = c.r.aside(ctx, tx, c.spare, tables, func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 		return c.probe(ctx, tx, parted, true)
 	})
 	return err
@@ -129,7 +130,7 @@ func (c *capture) start(ctx context.Context, r *Runner, tx *sql.Tx, f *compile.F
 // trigger vouches that no one but rwc wrote it since the last refresh,
 // takes its fingerprints from those stored (probing only the partitions
 // that refresh rewrote, which are stored as counts of its rows).
-func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flowState, spare *spareConns) error {
+func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st flowState) error {
 	f, window, stored := c.f, c.window, c.stored
 	prior, _ := f.StoredWindow(st.FlowState)
 	probe := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
@@ -153,7 +154,7 @@ func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flo
 		}
 	}
 	var err error
-	c.target, err = r.aside(ctx, tx, spare, []string{f.Target()}, probe)
+	c.target, err = c.r.aside(ctx, tx, c.spare, []string{f.Target()}, probe)
 	return err
 }
 
