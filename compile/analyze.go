@@ -205,9 +205,23 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 			if f.Predicate != nil {
 				ds = append(ds, pushdown(f)...)
 			}
+			ds = append(ds, f.captureWarnings()...)
 		}
 	}
 	return f, ds
+}
+
+// captureWarnings warns of capture: triggers on a flow that never refreshes
+// incrementally: every refresh recomputes its whole window, probing
+// nothing, so its triggers would save it nothing and cost the sources'
+// writers.
+func (f *Flow) captureWarnings() diag.List {
+	var ds diag.List
+	if f.CapturesByTriggers() && !f.Incremental() {
+		ds.Warnf("RW407", f.Table.CapturePos, "drop capture: triggers (the default, fingerprints, installs nothing on the sources), or let the flow refresh incrementally: a window on one date, integer or text column that the query passes through unchanged from a source",
+			"capture: triggers saves this flow nothing: it never refreshes incrementally, so each refresh recomputes the whole window without a probe, and the triggers would only cost its sources' writers")
+	}
+	return ds
 }
 
 func analyzeBackfill(p *Project, b *spec.Backfill) (*Backfill, diag.List) {
