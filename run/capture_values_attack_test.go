@@ -1,8 +1,11 @@
 package run_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rwc-dev/rwc/run"
 )
 
 // Writes that reach the value triggers in unusual ways: each is found, the
@@ -88,5 +91,121 @@ func TestCaptureValuesAttackLongText(t *testing.T) {
 	}
 	if !strings.Contains(res.Capture, `"ev" changed;`) {
 		t.Errorf("capture %q, want ev probed whole", res.Capture)
+	}
+}
+
+// step is one write (or DDL) and the refresh after it, at a day's offset
+// from now0.
+type step struct {
+	dml  string
+	days int
+}
+
+// Sequences of writes, DDL and refreshes: after each, the target's window
+// equals the query's rows; after the last, what is stored is exact.
+func TestCaptureValuesAttackSequences(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"window moves", []step{{`INSERT INTO ev VALUES ('2026-03-10', 'c', 1)`, 1}, {`INSERT INTO ev VALUES ('2026-03-11', 'c', 1)`, 1},
+			{`UPDATE ev SET v = 3 WHERE d = '2026-03-09' AND k = 'a'`, 1}, {``, 1}, {`UPDATE ev SET v = 4 WHERE d = '2026-03-11'`, 2}}},
+		{"external write into the rewritten partition", []step{{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, 0},
+			{`UPDATE public.t SET v = -1 WHERE d = '2026-03-09' AND k = 'a'`, 0}, {`DELETE FROM public.t WHERE d = '2026-03-09' AND k = 'c'`, 0}}},
+		{"external write beside the rewritten partition", []step{{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, 0},
+			{`UPDATE public.t SET v = -1 WHERE d = '2026-03-10' AND k = 'a'`, 0}}},
+		{"outside the window, then the target", []step{{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, 0},
+			{`UPDATE ev SET v = 0 WHERE d = '2026-03-02'`, 0}, {``, 0}, {`UPDATE public.t SET v = -1 WHERE d = '2026-03-09' AND k = 'c'`, 0}, {``, 0}}},
+		{"rewritten twice", []step{{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, 0}, {`INSERT INTO ev VALUES ('2026-03-09', 'd', 1)`, 0},
+			{`INSERT INTO ev VALUES ('2026-03-10', 'd', 1)`, 0}, {``, 0}, {`DELETE FROM public.t WHERE k = 'd'`, 0}}},
+		{"emptied partition", []step{{`DELETE FROM ev WHERE d = '2026-03-09'`, 0}, {``, 0}, {`INSERT INTO public.t VALUES ('2026-03-09', 'x', 1)`, 0}}},
+		{"column renamed, another takes its name", []step{
+			{`ALTER TABLE ev RENAME COLUMN d TO d_old; ALTER TABLE ev ADD COLUMN d date; UPDATE ev SET d = d_old + 1`, 0},
+			{`INSERT INTO ev (d, k, v) VALUES ('2026-03-09', 'c', 1)`, 0}, {`UPDATE ev SET d_old = '2026-03-09' WHERE d = '2026-03-02'`, 0},
+			{`UPDATE ev SET d = '2026-03-09' WHERE d = '2026-03-02'`, 0}, {``, 0}}},
+		{"column dropped", []step{
+			{`ALTER TABLE ev RENAME COLUMN d TO d_old; ALTER TABLE ev ADD COLUMN d date; UPDATE ev SET d = d_old + 1`, 0}, {``, 0},
+			{`ALTER TABLE ev DROP COLUMN d_old`, 0}, {`INSERT INTO ev (d, k, v) VALUES ('2026-03-09', 'c', 1)`, 0}, {``, 0}}},
+		{"triggers disabled around a write", []step{{`BEGIN; ALTER TABLE ev DISABLE TRIGGER USER; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); ALTER TABLE ev ENABLE TRIGGER USER; COMMIT`, 0}, {``, 0}}},
+		{"trigger replaced by hand", []step{{`DROP TRIGGER rwc_capture_insert ON ev; INSERT INTO ev VALUES ('2026-03-09', 'c', 1);
+			CREATE TRIGGER rwc_capture_insert AFTER INSERT ON ev REFERENCING NEW TABLE AS rwc_new FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture_values('1')`, 0},
+			{`INSERT INTO ev VALUES ('2026-03-10', 'c', 1)`, 0}, {``, 0}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			f := vouched(t, e, triggerSpec)
+			last := 0
+			for i, s := range c.steps {
+				if s.dml != "" {
+					e.exec(s.dml)
+				}
+				res := refresh(t, e.runner(now0.AddDate(0, 0, s.days)), reqWindow(f))
+				sameAsQueryFrom(t, e, res, now0.AddDate(0, 0, s.days-2).Format("2006-01-02"), i)
+				last = s.days
+			}
+			e.exec(`ALTER TABLE ev DISABLE TRIGGER rwc_capture_insert; ALTER TABLE public.t DISABLE TRIGGER rwc_capture`)
+			again := refresh(t, e.runner(now0.AddDate(0, 0, last)), reqWindow(f))
+			if len(again.Partitions) != 0 || !strings.Contains(again.Capture, "disabled") {
+				t.Errorf("probed whole: %s %v %v, capture %q; want nothing changed", again.Action, again.Reasons, again.Partitions, again.Capture)
+			}
+		})
+	}
+}
+
+// sameAsQueryFrom checks that the target's window (d >= from) equals the
+// query's rows after step i.
+func sameAsQueryFrom(t *testing.T, e *env, res run.Result, from string, i int) {
+	t.Helper()
+	q := strings.ReplaceAll(`(SELECT d, k, v FROM public.t WHERE d >= 'FROM' EXCEPT ALL SELECT d, k, v FROM ev WHERE d >= 'FROM')
+		UNION ALL (SELECT d, k, v FROM ev WHERE d >= 'FROM' EXCEPT ALL SELECT d, k, v FROM public.t WHERE d >= 'FROM')`, "FROM'", from+"'")
+	if diff := e.rows(q); len(diff) > 0 {
+		t.Errorf("step %d: the target's window differs from the query's rows (%s %v %v, capture %q): %v", i, res.Action, res.Reasons, res.Partitions, res.Capture, diff)
+	}
+}
+
+// A chain: u reads t, the target of the daily flow, through its partition
+// column, so t's triggers log its values; t's refreshes write t (rwc's
+// own writes on t's flow, a source's change on u's), and so does someone
+// else. Both stay equal to their queries, and store what probes find.
+func TestCaptureValuesAttackChain(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	files := map[string]string{"p.yaml": triggerSpec + `  u:
+    replace_where: d >= date_add(current_date(), -1)
+    columns:
+      d: date
+      k: text
+      v: integer
+    capture: triggers
+    query: |
+      SELECT d, k, v FROM t
+`}
+	ft, fu := flow(t, files, "t"), flow(t, files, "u")
+	for range 3 {
+		refresh(t, e.runner(now0), reqWindow(ft))
+		refresh(t, e.runner(now0), reqWindow(fu))
+	}
+	same := func(step string) {
+		t.Helper()
+		if d := e.rows(`(SELECT d, k, v FROM public.u EXCEPT ALL SELECT d, k, v FROM public.t WHERE d >= '2026-03-09')
+			UNION ALL (SELECT d, k, v FROM public.t WHERE d >= '2026-03-09' EXCEPT ALL SELECT d, k, v FROM public.u WHERE d >= '2026-03-09')`); len(d) > 0 {
+			t.Errorf("%s: u differs from t: %v", step, d)
+		}
+	}
+	for i, dml := range []string{`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `UPDATE public.t SET v = -5 WHERE d = '2026-03-10' AND k = 'a'`,
+		`INSERT INTO ev VALUES ('2026-03-10', 'd', 1); UPDATE public.t SET v = -6 WHERE d = '2026-03-09' AND k = 'c'`, ``} {
+		e.exec(dml + ";")
+		rt := refresh(t, e.runner(now0), reqWindow(ft))
+		ru := refresh(t, e.runner(now0), reqWindow(fu))
+		sameAsQuery(t, e, rt)
+		same(fmt.Sprintf("step %d (t: %v %s; u: %v %s)", i, rt.Partitions, rt.Capture, ru.Partitions, ru.Capture))
+	}
+	e.exec(`ALTER TABLE ev DISABLE TRIGGER rwc_capture_insert; ALTER TABLE public.t DISABLE TRIGGER rwc_capture_insert; ALTER TABLE public.u DISABLE TRIGGER rwc_capture`)
+	for _, f := range []*flowT{ft, fu} {
+		if again := refresh(t, e.runner(now0), reqWindow(f)); len(again.Partitions) != 0 || !strings.Contains(again.Capture, "disabled") {
+			t.Errorf("%s probed whole: %s %v %v, capture %q; want nothing changed", f.Name(), again.Action, again.Reasons, again.Partitions, again.Capture)
+		}
 	}
 }
