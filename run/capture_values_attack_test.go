@@ -43,6 +43,9 @@ func TestCaptureValuesAttackWrites(t *testing.T) {
 		{"nothing matched", ``, `UPDATE ev SET v = 0 WHERE d = '2026-03-30'`},
 		{"target's own rows", ``, `UPDATE public.t SET v = -1 WHERE d = '2026-03-09'; INSERT INTO public.t VALUES ('2026-03-10', 'zz', 1)`},
 		{"serializable writer", ``, `BEGIN ISOLATION LEVEL SERIALIZABLE; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); COMMIT`},
+		{"generated partition column", `CREATE TABLE ev2 (ts timestamp, k text, v integer, d date GENERATED ALWAYS AS (ts::date) STORED);
+			INSERT INTO ev2 (ts, k, v) SELECT d + time '10:00', k, v FROM ev; DROP TABLE ev; ALTER TABLE ev2 RENAME TO ev`,
+			`UPDATE ev SET ts = '2026-03-09 08:00' WHERE d = '2026-03-02'; INSERT INTO ev (ts, k, v) VALUES ('2026-03-10 23:59', 'c', 1)`},
 		{"replica role", ``, `SET session_replication_role = replica; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); RESET session_replication_role`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
