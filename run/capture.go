@@ -164,7 +164,9 @@ func (c *capture) startTarget(ctx context.Context, r *Runner, tx *sql.Tx, st flo
 // probe, which runs beside the write (direct: here, in tx) and is merged
 // with the stored fingerprints of the others when the refresh stores
 // them (allSources). The window is the one the fingerprints were stored
-// for, so that is what a probe of it all would find.
+// for, so that is what a probe of it all would find. Each source is a
+// table (or a tree of them): incrementalBlocker ruled out views and
+// foreign tables, whose rows have no identity to fingerprint.
 func (c *capture) probe(ctx context.Context, tx *sql.Tx, probes []compile.Probe, direct bool) ([]fingerprintRow, error) {
 	var out []fingerprintRow
 	for _, p := range probes {

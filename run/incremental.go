@@ -197,21 +197,6 @@ func runProbe(ctx context.Context, tx *sql.Tx, p compile.Probe) ([]fingerprintRo
 	return out, rows.Err()
 }
 
-// probeSources runs the sources' probes in turn. Each source is a table
-// (or a tree of them): incrementalBlocker ruled out views and foreign
-// tables, whose rows have no identity to fingerprint.
-func probeSources(ctx context.Context, tx *sql.Tx, probes []compile.Probe) ([]fingerprintRow, error) {
-	var out []fingerprintRow
-	for _, p := range probes {
-		rows, err := runProbe(ctx, tx, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rows...)
-	}
-	return out, nil
-}
-
 // wholeReason is why the sources fingerprinted whole (dimensions) force a
 // whole-window recompute, or "": no fingerprints stored, or a changed
 // source. The partitioned sources do not matter then, so the refresh can
