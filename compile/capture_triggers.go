@@ -67,8 +67,9 @@ const CaptureReplicaTriggerType = 1 | 4 | 8 | 16
 // values the statement's rows held before and after it, one row each in
 // rwc.change_values, so that a refresh probes only the partitions they
 // name. A value it cannot log says "anything may have changed", and that
-// table is probed whole: a NULL is logged with attnum 0, a column dropped
-// since in rwc.change_log. Values are read as text with DateStyle ISO, as
+// table is probed whole: a NULL is logged with attnum 0, and so is a value
+// longer than 1 kB (rwc.change_values' key could not hold it, and the
+// writer's statement would fail), a column dropped since in rwc.change_log. Values are read as text with DateStyle ISO, as
 // rwc's probes read them. One statement, no CTE: a writer pays for a scan
 // of its transition table and an insert of a few rows.
 const CaptureValuesFunctionBody = `
@@ -93,7 +94,7 @@ BEGIN
 	IF cardinality(sel) > 0 THEN
 		EXECUTE 'INSERT INTO rwc.change_values (relid, xid, attnum, value)
 			SELECT $1, pg_current_xact_id(), CASE WHEN v IS NULL THEN 0 ELSE a END, coalesce(v, '''')
-			FROM (SELECT DISTINCT a, v FROM (' || array_to_string(sel, ' UNION ALL ') || ') u (a, v)) d ON CONFLICT DO NOTHING' USING TG_RELID;
+			FROM (SELECT DISTINCT a, CASE WHEN octet_length(v) <= 1024 THEN v END FROM (' || array_to_string(sel, ' UNION ALL ') || ') u (a, v)) d (a, v) ON CONFLICT DO NOTHING' USING TG_RELID;
 	END IF;
 	RETURN NULL;
 END
