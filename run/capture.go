@@ -350,11 +350,12 @@ func (c *capture) found(target compile.TargetCheck) compile.Captured {
 		got.Changed = changedValues(c.f, c.window, c.sources, c.stored)
 		inWindow := inWindowOf(c.f, c.window)
 		for _, v := range c.logged {
-			if inWindow(v) && !slices.Contains(got.Changed, v) {
+			if inWindow(v) {
 				got.Changed = append(got.Changed, v)
 			}
 		}
 		slices.Sort(got.Changed)
+		got.Changed = slices.Compact(got.Changed)
 	}
 	return got
 }

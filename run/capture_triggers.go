@@ -379,10 +379,13 @@ func holdCapture(ctx context.Context, conn *sql.Conn) (func(), error) {
 	}, nil
 }
 
-// collectChangeLog deletes what no flow needs of f's tables' log: the
-// transactions every stored snapshot saw. It gives up when a refresh that
+// collectChangeLog deletes what no flow needs of the log: the transactions
+// every stored snapshot of their table saw, and those of tables no flow
+// keeps a snapshot of (a flow removed, or switched to fingerprints, whose
+// source kept rwc's triggers): any table's, not only f's, so that a log no
+// flow reads any more does not grow. It gives up when a refresh that
 // captures by triggers is running (captureLock), or a row is locked.
-func collectChangeLog(ctx context.Context, db *sql.DB, f *compile.Flow) error {
+func collectChangeLog(ctx context.Context, db *sql.DB) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -394,9 +397,9 @@ func collectChangeLog(ctx context.Context, db *sql.DB, f *compile.Flow) error {
 	}
 	for _, log := range []string{"rwc.change_log", "rwc.change_values"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+log+` WHERE ctid = ANY(ARRAY(
-			SELECT l.ctid FROM `+log+` l WHERE l.relid = ANY(ARRAY(SELECT to_regclass(x)::oid FROM unnest($1::text[]) x))
-			AND NOT EXISTS (SELECT 1 FROM rwc.captures s WHERE s.relid = l.relid AND NOT pg_visible_in_snapshot(l.xid, s.snapshot))
-			FOR UPDATE SKIP LOCKED))`, pq.Array(f.CaptureTables())); err != nil {
+			SELECT l.ctid FROM `+log+` l
+			WHERE NOT EXISTS (SELECT 1 FROM rwc.captures s WHERE s.relid = l.relid AND NOT pg_visible_in_snapshot(l.xid, s.snapshot))
+			FOR UPDATE SKIP LOCKED))`); err != nil {
 			return err
 		}
 	}

@@ -156,3 +156,18 @@ func TestCaptureValuesDimensionChanged(t *testing.T) {
 		t.Errorf("the target differs from the query's rows: %v", diff)
 	}
 }
+
+// The log of a table no flow keeps a snapshot of (its flow removed, or
+// switched to fingerprints, the table keeping rwc's triggers) is cleared by
+// any flow's refresh: it would otherwise grow with every write.
+func TestCaptureValuesLogOfUntrackedTable(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(`CREATE TABLE gone (d date); INSERT INTO rwc.change_values VALUES ('gone'::regclass, pg_current_xact_id(), 1, '2026-03-09');
+		INSERT INTO rwc.change_log VALUES ('gone'::regclass, pg_current_xact_id())`)
+	refresh(t, e.runner(now0), reqWindow(f))
+	if n := e.count(`SELECT (SELECT count(*) FROM rwc.change_log) + (SELECT count(*) FROM rwc.change_values)`); n != 0 {
+		t.Errorf("%d log rows of a table no flow reads left after a refresh, want none", n)
+	}
+}

@@ -292,7 +292,7 @@ func (rt *refreshTx) afterCapture(ctx context.Context) {
 			fmt.Fprintln(rt.r.opts.Log, note)
 		}
 	}
-	if err := collectChangeLog(ctx, rt.r.db, rt.f); err != nil {
+	if err := collectChangeLog(ctx, rt.r.db); err != nil {
 		fmt.Fprintf(rt.r.opts.Log, "%s: clearing rwc.change_log: %s\n", rt.f.Name(), serverWords(err))
 	}
 }
