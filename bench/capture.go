@@ -87,7 +87,7 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 		}
 		rows = append(rows, r)
 		flows := [2]string{fmt.Sprintf("capture_triggers_%d", n), fmt.Sprintf("capture_fingerprints_%d", n)}
-		late, err := benchLateDay(ctx, db, dsn, fact, [2]func() error{applies[1], applies[0]}, flows, max(rounds, 10))
+		late, err := benchLateDay(ctx, db, dsn, fact, [2]func() error{applies[1], applies[0]}, flows, max(rounds, 10), rounds)
 		if err != nil {
 			return err
 		}
