@@ -31,12 +31,15 @@ type capture struct {
 	epochs   epochs
 	skipped  bool
 	vouching bool
-	mu       sync.Mutex
-	how      map[string]string // table → how its fingerprints were taken, for the summary
-	logged   []string          // partition values the triggers logged, recomputed before their probe answers
-	pending  []pendingProbe    // the probes of those values
-	r        *Runner
-	spare    *spareConns
+	// targetVouched: the whole window is recomputed and the target's
+	// trigger vouches that no one but rwc wrote it: it was not probed.
+	targetVouched bool
+	mu            sync.Mutex
+	how           map[string]string // table → how its fingerprints were taken, for the summary
+	logged        []string          // partition values the triggers logged, recomputed before their probe answers
+	pending       []pendingProbe    // the probes of those values
+	r             *Runner
+	spare         *spareConns
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A
@@ -74,7 +77,10 @@ func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compil
 			c.skipped = true
 			return nil
 		}
-		if c.stored.taken {
+		// With triggers, the target's probe waits for the dimensions': when
+		// they force the whole window, a target whose trigger vouches for
+		// it needs none.
+		if c.stored.taken && !c.vouching {
 			if err := c.startTarget(ctx, tx, st); err != nil {
 				return err
 			}
@@ -100,6 +106,11 @@ func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compil
 	}
 	if dec.Action == compile.ActionIncremental {
 		c.forced = wholeReason(c.sources, c.stored)
+	}
+	if c.vouching {
+		if err := c.startTarget(ctx, tx, st); err != nil {
+			return err
+		}
 	}
 	if len(c.parted) == 0 {
 		return nil
@@ -137,6 +148,14 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st flowState) err
 		return probeTarget(ctx, tx, f, window, stored, prior)
 	}
 	if e, ok := c.epochs.of(f.Target()); ok && c.vouching && e.Trusted && !e.Changed {
+		if c.forced != "" {
+			// The whole window is recomputed, and nothing of the target's
+			// before is stored (targetAfter): its probe would only name
+			// the reason, and its trigger says that it is clean.
+			c.noteHow(f.Target(), "vouched", nil)
+			c.targetVouched = true
+			return nil
+		}
 		if rows, region, ok := stored.vouchedTarget(f, window); ok {
 			c.noteHow(f.Target(), "vouched", nil)
 			if region == nil {
@@ -318,7 +337,10 @@ func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
 		return c.f.DecideCapture(pre, c.window, c.found(compile.TargetClean)), nil
 	}
 	check := compile.TargetNotProbed
-	if c.target != nil {
+	switch {
+	case c.targetVouched:
+		check = compile.TargetClean
+	case c.target != nil:
 		check = compile.TargetPending
 	}
 	d := c.f.DecideCapture(pre, c.window, c.found(check))
@@ -363,7 +385,10 @@ func (c *capture) found(target compile.TargetCheck) compile.Captured {
 // targetCheck waits for the target's probe and says whether the window is
 // as the last refresh left it.
 func (c *capture) targetCheck() (compile.TargetCheck, error) {
-	if c.target == nil {
+	switch {
+	case c.targetVouched:
+		return compile.TargetClean, nil
+	case c.target == nil:
 		return compile.TargetNotProbed, nil
 	}
 	rows, err := c.target.result()
