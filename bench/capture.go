@@ -25,9 +25,8 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 		return err
 	}
 	type row struct {
-		size             int
-		wall, inTx       [2][]time.Duration
-		actions          [2]map[string]int
+		size int
+		contest
 		plainIns, trgIns []time.Duration
 	}
 	var rows []*row
@@ -63,22 +62,12 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 					return err
 				}
 			}
-			applies[i], r.actions[i] = apply, map[string]int{}
+			applies[i] = apply
 		}
+		flows := []string{fmt.Sprintf("capture_fingerprints_%d", n), fmt.Sprintf("capture_triggers_%d", n)}
 		for k := 0; k < rounds; k++ {
-			for j := range 2 {
-				i := (k + j) % 2
-				start := time.Now()
-				if err := applies[i](); err != nil {
-					return err
-				}
-				r.wall[i] = append(r.wall[i], time.Since(start))
-				ev, err := lastEvent(ctx, db, fmt.Sprintf("capture_%s_%d", []string{"fingerprints", "triggers"}[i], n))
-				if err != nil {
-					return err
-				}
-				r.inTx[i] = append(r.inTx[i], ev.duration)
-				r.actions[i][ev.what()]++
+			if err := r.round(ctx, db, applies[:], flows, k); err != nil {
+				return err
 			}
 		}
 		var err error
@@ -86,8 +75,7 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 			return err
 		}
 		rows = append(rows, r)
-		flows := [2]string{fmt.Sprintf("capture_triggers_%d", n), fmt.Sprintf("capture_fingerprints_%d", n)}
-		late, err := benchLateDay(ctx, db, dsn, fact, [2]func() error{applies[1], applies[0]}, flows, max(rounds, 10), rounds)
+		late, err := benchLateDay(ctx, db, dsn, fact, [2]func() error{applies[1], applies[0]}, [2]string{flows[1], flows[0]}, max(rounds, 10), rounds)
 		if err != nil {
 			return err
 		}

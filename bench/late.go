@@ -18,36 +18,38 @@ type lateDay struct {
 	ivmNote     string          // why pg_ivm was not measured
 }
 
-// contest is rounds of three contenders bringing their targets up to date,
-// alternating who goes first: rwc apply of the flow capturing by triggers,
-// of the flow capturing by fingerprints, and the hand-written DELETE+INSERT
-// in psql, each a whole process.
+// contest is rounds of contenders bringing their targets up to date,
+// alternating who goes first, each a whole process: here rwc apply of the
+// flow capturing by triggers, of the flow capturing by fingerprints, and
+// the hand-written DELETE+INSERT in psql.
 type contest struct {
 	wall    [3][]time.Duration // triggers, fingerprints, hand-written
-	inTx    [2][]time.Duration // rwc's refresh transactions
-	actions [2]map[string]int
+	inTx    [3][]time.Duration // rwc's refresh transactions
+	actions [3]map[string]int
 }
 
-// round runs round r of the contest: each of run, and for rwc's the
-// event the refresh left (flows).
-func (c *contest) round(ctx context.Context, db *sql.DB, run [3]func() error, flows [2]string, r int) error {
-	if c.actions[0] == nil {
-		c.actions = [2]map[string]int{{}, {}}
-	}
-	for j := range 3 {
-		i := (r + j) % 3
+// round runs round r of the contest: each of run (n of them), and for an
+// rwc flow (flows[i] != "") the event its refresh left.
+func (c *contest) round(ctx context.Context, db *sql.DB, run []func() error, flows []string, r int) error {
+	for j := range run {
+		i := (r + j) % len(run)
 		start := time.Now()
 		if err := run[i](); err != nil {
 			return err
 		}
 		c.wall[i] = append(c.wall[i], time.Since(start))
-		if i < 2 {
-			ev, err := lastEvent(ctx, db, flows[i])
-			if err != nil {
-				return err
-			}
-			c.inTx[i], c.actions[i][ev.what()] = append(c.inTx[i], ev.duration), c.actions[i][ev.what()]+1
+		if flows[i] == "" {
+			continue
 		}
+		ev, err := lastEvent(ctx, db, flows[i])
+		if err != nil {
+			return err
+		}
+		if c.actions[i] == nil {
+			c.actions[i] = map[string]int{}
+		}
+		c.inTx[i] = append(c.inTx[i], ev.duration)
+		c.actions[i][ev.what()]++
 	}
 	return nil
 }
@@ -88,7 +90,7 @@ func benchLateDay(ctx context.Context, db *sql.DB, dsn, fact string, applies [2]
 		}
 		l.inserts = append(l.inserts, time.Since(start))
 		next += 1000
-		if err := l.late.round(ctx, db, [3]func() error{applies[0], applies[1], func() error { return psql(hand1) }}, flows, b); err != nil {
+		if err := l.late.round(ctx, db, []func() error{applies[0], applies[1], func() error { return psql(hand1) }}, append(flows[:], ""), b); err != nil {
 			return nil, err
 		}
 	}
@@ -98,7 +100,7 @@ func benchLateDay(ctx context.Context, db *sql.DB, dsn, fact string, applies [2]
 		if _, err := db.ExecContext(ctx, `UPDATE store_dim SET region = region WHERE store_id = 1`); err != nil {
 			return nil, err
 		}
-		if err := l.whole.round(ctx, db, [3]func() error{applies[0], applies[1], func() error { return psql(hand7) }}, flows, w); err != nil {
+		if err := l.whole.round(ctx, db, []func() error{applies[0], applies[1], func() error { return psql(hand7) }}, append(flows[:], ""), w); err != nil {
 			return nil, err
 		}
 	}

@@ -87,20 +87,16 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 	var out []Probe
 	for _, t := range f.Query.Tables {
 		name := tableName(t)
-		from := quoteTable(t) + " AS s"
 		if c, ok := cols[name]; ok {
-			col := "s." + pq.QuoteIdentifier(c)
-			cond, err := window.SQL(func(string) string { return col })
+			p, err := partitionProbe(name, quoteTable(t), c, window)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, Probe{Source: name, Table: quoteTable(t), Column: c, SQL: fmt.Sprintf(
-				"SELECT (%s)::text, count(*), %s FROM %s WHERE %s GROUP BY %[1]s",
-				col, versionHash, from, cond)})
+			out = append(out, p)
 			continue
 		}
 		out = append(out, Probe{Source: name, Table: quoteTable(t), Whole: true, SQL: fmt.Sprintf(
-			"SELECT NULL::text, count(*), %s FROM %s", versionHash, from)})
+			"SELECT NULL::text, count(*), %s FROM %s AS s", versionHash, quoteTable(t))})
 	}
 	return out, nil
 }
@@ -108,16 +104,19 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 // ProbeOf is p, a source's probe (not Whole), over another window: an
 // incremental refresh's probe of the partitions that rwc's triggers logged.
 func (f *Flow) ProbeOf(p Probe, window *predicate.Predicate) (Probe, error) {
-	probes, err := f.Probes(window)
+	return partitionProbe(p.Source, p.Table, p.Column, window)
+}
+
+// partitionProbe fingerprints source's table per value of its column col
+// within window.
+func partitionProbe(source, table, col string, window *predicate.Predicate) (Probe, error) {
+	ref := "s." + pq.QuoteIdentifier(col)
+	cond, err := window.SQL(func(string) string { return ref })
 	if err != nil {
 		return Probe{}, err
 	}
-	for _, q := range probes {
-		if q.Source == p.Source && !q.Whole {
-			return q, nil
-		}
-	}
-	return Probe{}, fmt.Errorf("no probe of %s", p.Source)
+	return Probe{Source: source, Table: table, Column: col, SQL: fmt.Sprintf(
+		"SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s", ref, versionHash, table, cond)}, nil
 }
 
 // partitionSources maps each source (tableName) whose every reference

@@ -425,7 +425,7 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 	// what either name needs.
 	logged := map[uint32][]int{}
 	for _, e := range es {
-		logged[e.relid] = union(logged[e.relid], e.logged())
+		logged[e.relid] = union(logged[e.relid], e.toLog())
 	}
 	var notes []string
 	done := map[uint32]bool{}
@@ -476,9 +476,9 @@ func installTrigger(ctx context.Context, db *sql.DB, table string, attnums []int
 	return tx.Commit()
 }
 
-// logged is the attnums e's triggers are to log: those they log, and the
+// toLog is the attnums e's triggers are to log: those they log, and the
 // one the flow needs.
-func (e TableCapture) logged() []int {
+func (e TableCapture) toLog() []int {
 	if e.want == 0 {
 		return union(e.logs, nil)
 	}
