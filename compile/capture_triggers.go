@@ -26,10 +26,13 @@ const CaptureReplicaTrigger = "rwc_capture_replica"
 // one insert per statement, whatever its rows; the transaction id, not a
 // sequence, says when the change became visible (run/capture_triggers.go
 // compares it with a refresh's snapshot), so a writer still running when
-// a refresh looks is seen by the next one.
+// a refresh looks is seen by the next one. A partition's write is logged
+// as its partitioned table's (the root of its tree), which is what a flow
+// reads and what rwc.captures keeps a snapshot of: the partitions rwc
+// swaps in and out come and go, the root stays.
 const CaptureFunctionBody = `
 BEGIN
-	INSERT INTO rwc.change_log (relid, xid) VALUES (TG_RELID, pg_current_xact_id()) ON CONFLICT DO NOTHING;
+	INSERT INTO rwc.change_log (relid, xid) VALUES (coalesce(pg_partition_root(TG_RELID), TG_RELID), pg_current_xact_id()) ON CONFLICT DO NOTHING;
 	RETURN NULL;
 END
 `
@@ -232,6 +235,27 @@ func CaptureTriggerSQL(table string, attnums []int) []string {
 		out = append(out, d.createSQL(table, attnums), "ALTER TABLE "+table+" ENABLE "+mode+" TRIGGER "+d.Name)
 	}
 	return out
+}
+
+// CapturePartitionTriggerSQL gives a partition of a partitioned table that
+// captures by triggers its own statement trigger: a write straight to the
+// partition fires none of its parent's statement triggers. (The replica
+// trigger, a row trigger, is the parent's, which PostgreSQL clones onto
+// every partition, those attached later too.)
+func CapturePartitionTriggerSQL(partition string) []string {
+	d := CaptureTriggers(false)[0]
+	return []string{d.createSQL(partition, nil), "ALTER TABLE " + partition + " ENABLE ALWAYS TRIGGER " + d.Name}
+}
+
+// partitionTriggers is what a partition rwc creates needs of rwc's
+// triggers: theirs when the flow captures by them and its target has
+// them (obs.TargetTriggers; until then, rwc.capture() may not exist, and
+// rwc apply gives every partition its trigger when it gives the parent).
+func (f *Flow) partitionTriggers(partition string, obs Observation) []string {
+	if !f.CapturesByTriggers() || !obs.TargetTriggers {
+		return nil
+	}
+	return CapturePartitionTriggerSQL(partition)
 }
 
 // planCapture says, for a flow capturing by triggers, what rwc apply

@@ -196,7 +196,7 @@ func (f *Flow) PremakeFor(values []string, obs Observation) ([]string, error) {
 			continue
 		}
 		seen[r] = true
-		out = append(out, f.premakeSQL(r)...)
+		out = append(out, f.premakeSQL(r, obs)...)
 	}
 	return out, nil
 }
@@ -233,7 +233,8 @@ type Swap struct {
 	// down for the partition's range, so that each source reads that range.
 	Load string
 	// Prepare builds the target's indexes on the loaded rows (ATTACH
-	// attaches them rather than building its own under the lock).
+	// attaches them rather than building its own under the lock), and
+	// gives it rwc's trigger (partitionTriggers).
 	Prepare []string
 	// Exchange drops the old partition (which detaches it: no DETACH of
 	// its own, one catalog change less under the lock), attaches the new
@@ -244,13 +245,13 @@ type Swap struct {
 // premakeSQL creates a missing partition: an empty table attached to the
 // parent. ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent,
 // which readers and writers do not wait for (CREATE TABLE … PARTITION OF
-// would take ACCESS EXCLUSIVE).
-func (f *Flow) premakeSQL(r dateRange) []string {
+// would take ACCESS EXCLUSIVE). It gets rwc's trigger before it is
+// attached, so that no write reaches it unlogged (partitionTriggers).
+func (f *Flow) premakeSQL(r dateRange, obs Observation) []string {
 	name := f.qualified(PartitionName(f.Table.Name, r.from, false))
-	return []string{
-		fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS)", name, f.Target()),
-		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), name, r.bound()),
-	}
+	out := []string{fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS)", name, f.Target())}
+	out = append(out, f.partitionTriggers(name, obs)...)
+	return append(out, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), name, r.bound()))
 }
 
 // swapSQL renders the swap of the partition with range r (named old now).
@@ -278,6 +279,8 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 		s.Prepare = append(s.Prepare, stageIndexSQL(stage, IndexName(stageName, ix), ix)...)
 		renames = append(renames, fmt.Sprintf("ALTER INDEX %s RENAME TO %s", f.qualified(IndexName(stageName, ix)), pq.QuoteIdentifier(IndexName(canonical, ix))))
 	}
+	// After the load, which it would log for nothing.
+	s.Prepare = append(s.Prepare, f.partitionTriggers(stage, obs)...)
 	s.Exchange = append([]string{
 		"DROP TABLE " + s.Partition,
 		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), stage, r.bound()),
@@ -348,7 +351,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if obs.PartitionsRead || d.Action == ActionCreate {
 		for _, r := range made {
 			if name, overlapped := existing(obs, r); name == "" && !overlapped {
-				s.Premake = append(s.Premake, f.premakeSQL(r)...)
+				s.Premake = append(s.Premake, f.premakeSQL(r, obs)...)
 			}
 		}
 	}

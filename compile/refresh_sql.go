@@ -143,6 +143,10 @@ type Observation struct {
 	Partitioned    bool             `json:",omitempty"`
 	Partitions     []PartitionBound `json:",omitempty"`
 	PartitionsRead bool             `json:",omitempty"`
+	// TargetTriggers: the partitioned target carries rwc's statement
+	// trigger (it captures by triggers), so the partitions rwc creates
+	// get theirs (see Flow.partitionTriggers).
+	TargetTriggers bool `json:",omitempty"`
 	// Today is the refresh's day, its clock read in its time zone (not the
 	// database's): a partitioned target gets partitions up to a little
 	// after it, and those after it are not swapped.

@@ -62,21 +62,21 @@ type epochs []TableCapture
 // epochSQL reads, for each table ($2), in the refresh's snapshot: whether
 // it exists, is a plain, logged table without children and no one's child
 // (a write through a parent fires none of its statement triggers; crash
-// recovery empties an unlogged table, firing none), rwc's triggers on it
-// and whether their functions are rwc's as rwc made them, its token, the
-// token stored for the flow ($1), the column whose values the flow needs
-// logged ($3, "" none) and whether its type prints the same in every
-// session, and what the log holds that the stored snapshot did not see:
-// a transaction that changed anything (change_log, or a NULL, logged
-// with attnum 0 in change_values), and the values of that column that
-// changed (change_values). The token holds the columns'
-// catalog rows too: ALTER TABLE … INHERIT and NO INHERIT change them, and
-// leave the table's own alone.
-const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
+// recovery empties an unlogged table, firing none), or a partitioned
+// table whose partitions are all such tables (parts: how many are not,
+// and the distinct sets of rwc's triggers they carry, as partitionSig
+// renders them), rwc's triggers on it and whether their functions are
+// rwc's as rwc made them, its token (tokenSQL), the token stored for the
+// flow ($1), the column whose values the flow needs logged ($3, "" none)
+// and whether its type prints the same in every session, and what the
+// log holds that the stored snapshot did not see: a transaction that
+// changed anything (change_log, or a NULL, logged with attnum 0 in
+// change_values), and the values of that column that changed
+// (change_values).
+var epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relpersistence::text, ''),
 	coalesce(c.relhassubclass, false), coalesce(EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid), false),
-	coalesce(trg.defs, '[]'),
-	concat_ws('/', c.xmin, trg.xmins, (SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attnum > 0)), coalesce(s.token, ''),
+	coalesce(trg.defs, '[]'), coalesce(parts.odd, 0), coalesce(parts.sigs, '{}'),
+	` + tokenSQL + `, coalesce(s.token, ''),
 	coalesce(w.attnum, 0), coalesce(w.atttypid IN ('date'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'text'::regtype, 'varchar'::regtype), false),
 	coalesce(EXISTS (SELECT 1 FROM rwc.change_log l WHERE l.relid = c.oid
 		AND NOT pg_visible_in_snapshot(l.xid, s.snapshot) AND l.xid IS DISTINCT FROM s.writer)
@@ -93,11 +93,42 @@ const epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '
 			'plain', t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0, 'old', coalesce(t.tgoldtable, ''), 'new', coalesce(t.tgnewtable, ''),
 			'args', array_remove(string_to_array(encode(t.tgargs, 'escape'), '\000'), ''),
 			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
-				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs,
-			string_agg(t.xmin || ':' || p.xmin, ',' ORDER BY t.tgname) AS xmins
-		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY($8::name[])) trg ON true
+				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs
+		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)) trg ON true
+	LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE p.relkind <> 'r' OR p.relpersistence <> 'p' OR p.relhassubclass) AS odd,
+			array_agg(DISTINCT coalesce(ps.sig, '')) AS sigs
+		FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+		LEFT JOIN LATERAL (SELECT string_agg(concat_ws(':', t.tgname, t.tgtype, t.tgenabled, t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0,
+				f.pronamespace = 'rwc'::regnamespace AND f.prosecdef AND f.proname = 'capture' AND f.prosrc = $4 AND f.proconfig = $6::text[]), ',' ORDER BY t.tgname) AS sig
+			FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)) ps ON true
+		WHERE i.inhparent = c.oid AND c.relkind = 'p') parts ON true
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
+
+// captureNames is the names of rwc's triggers, as an SQL array (they are
+// rwc's constants, not input).
+var captureNames = func() string {
+	var names []string
+	for _, d := range compile.CaptureTriggers(true) {
+		names = append(names, d.Name)
+	}
+	return "'{" + strings.Join(names, ",") + "}'::name[]"
+}()
+
+// tokenSQL is a table's token (c: its pg_class row): the catalog row
+// versions of the table, its columns (ALTER TABLE … INHERIT and NO
+// INHERIT change them, and leave the table's own alone), rwc's triggers
+// on it and their functions, and for a partitioned table those of each
+// partition and of its triggers: any DDL by anyone changes it. A refresh
+// stores it as its own writes left it (storeEpochs): the partitions it
+// swapped in are its own.
+var tokenSQL = `concat_ws('/', c.xmin,
+	(SELECT string_agg(t.xmin || ':' || p.xmin, ',' ORDER BY t.tgname) FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)),
+	(SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0),
+	(SELECT string_agg(p.oid || ':' || p.xmin || ':' || coalesce((SELECT string_agg(t.xmin || ':' || f.xmin, ',' ORDER BY t.tgname)
+			FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)), ''), ',' ORDER BY p.oid)
+		FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid AND c.relkind = 'p'))`
 
 // relation is what epochSQL reads of a table's catalog rows.
 type relation struct {
@@ -107,6 +138,10 @@ type relation struct {
 	triggers          []foundTrigger
 	want              int  // the attnum of the column whose values the flow needs logged (0: none)
 	wantPrintable     bool // its type prints the same in every session
+	// Of a partitioned table's partitions: how many are not plain, logged
+	// tables; the distinct sets of rwc's triggers they carry (partitionSig).
+	oddParts int
+	partSigs []string
 }
 
 // foundTrigger is one of rwc's triggers on a table, as pg_trigger has it.
@@ -128,12 +163,8 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 	for i, t := range tables {
 		want[i] = cols[t]
 	}
-	var names []string
-	for _, d := range compile.CaptureTriggers(true) {
-		names = append(names, d.Name)
-	}
 	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(tables), pq.Array(want), compile.CaptureFunctionBody,
-		compile.CaptureValuesFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}), pq.Array(compile.CaptureValuesFunctionConfig), pq.Array(names))
+		compile.CaptureValuesFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}), pq.Array(compile.CaptureValuesFunctionConfig))
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +176,7 @@ func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error
 		var stored, defs string
 		var whole, logged bool
 		if err := rows.Scan(&e.Relation, &r.relid, &r.kind, &r.persistence, &r.children, &r.child, &defs,
-			&e.token, &stored, &r.want, &r.wantPrintable, &whole, &logged, pq.Array(&e.values)); err != nil {
+			&r.oddParts, pq.Array(&r.partSigs), &e.token, &stored, &r.want, &r.wantPrintable, &whole, &logged, pq.Array(&e.values)); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(defs), &r.triggers); err != nil {
@@ -168,10 +199,10 @@ func (e *TableCapture) read(r relation, stored string, whole, logged bool) {
 	// do not log the column this flow needs (or it is the target that the
 	// refresh reading this creates).
 	e.missing = r.relid == 0
-	if r.want != 0 && r.wantPrintable {
+	if r.want != 0 && r.wantPrintable && r.kind == "r" {
 		e.want = r.want
 	}
-	e.installable = r.relid != 0 && r.plain() && (e.Why != "" || e.want != 0 && !slices.Contains(e.logs, r.want))
+	e.installable = r.relid != 0 && r.capturable() && r.oddParts == 0 && (e.Why != "" || e.want != 0 && !slices.Contains(e.logs, r.want))
 	e.Loggable = e.Why == ""
 	switch {
 	case e.Why != "":
@@ -246,11 +277,15 @@ func blindSpot(r relation) string {
 	switch {
 	case r.relid == 0:
 		return "does not exist yet"
-	case !r.plain():
+	case !r.capturable():
 		return notPlain(r)
+	case r.oddParts > 0:
+		return "is partitioned, and a partition is not a plain, logged table (a foreign table, an unlogged one, or partitioned itself), whose writes a trigger cannot log"
 	}
 	name, lacks := r.amiss()
 	switch {
+	case name == "" && r.kind == "p" && !slices.Equal(r.partSigs, partitionSigs()) && len(r.partSigs) > 0:
+		return "is partitioned, and a partition lacks rwc's triggers, or has them not as rwc made them"
 	case name == "":
 		return ""
 	case lacks && name == compile.CaptureReplicaTrigger:
@@ -267,6 +302,29 @@ func (r relation) plain() bool {
 	return r.kind == "r" && !r.children && !r.child && r.persistence == "p"
 }
 
+// capturable reports whether rwc's triggers can see every write to r: it
+// is plain, or a partitioned table that is no one's partition, whose own
+// triggers see the writes through it and its partitions' the writes
+// straight to them (when they are plain: oddParts).
+func (r relation) capturable() bool {
+	return r.plain() || r.kind == "p" && !r.child && r.persistence == "p"
+}
+
+// partitionSigs is the set of rwc's triggers a partition of a table that
+// captures by triggers carries, as epochSQL renders them (name, tgtype,
+// tgenabled, plain, rwc's function), in tgname order: its own statement
+// trigger (compile.CapturePartitionTriggerSQL) and the clone of its
+// parent's replica trigger.
+func partitionSigs() []string {
+	defs := compile.CaptureTriggers(false)
+	sigs := make([]string, len(defs))
+	for i, d := range defs {
+		sigs[i] = fmt.Sprintf("%s:%d:%s:t:t", d.Name, d.Type, d.Enabled)
+	}
+	slices.Sort(sigs)
+	return []string{strings.Join(sigs, ",")}
+}
+
 // notPlain says why a table that exists is not plain.
 func notPlain(r relation) string {
 	switch {
@@ -276,14 +334,12 @@ func notPlain(r relation) string {
 		return "is a materialized view: REFRESH MATERIALIZED VIEW fires no trigger"
 	case r.kind == "f":
 		return "is a foreign table: its rows change on another server"
-	case r.kind == "p":
-		return "is partitioned: writes to a partition do not fire its trigger"
-	case r.kind != "r":
+	case r.child:
+		return "is a partition or an inheritance child: writes through its parent do not fire its trigger"
+	case r.kind != "r" && r.kind != "p":
 		return "is not a table"
 	case r.children:
 		return "has inheritance children, whose writes its trigger does not see"
-	case r.child:
-		return "is a partition or an inheritance child: writes through its parent do not fire its trigger"
 	}
 	return "is unlogged: crash recovery empties it, firing no trigger"
 }
@@ -334,29 +390,31 @@ func (es epochs) summary(skipped bool, how map[string]string) string {
 
 // storeEpochs records, with the fingerprints this refresh stored (or
 // kept, having found nothing changed), what its tables' triggers vouch
-// from now on: each loggable table's token, the refresh's snapshot, and
-// for the target the refresh's own transaction, whose writes are rwc's.
+// from now on: each loggable table's token as the refresh leaves it (its
+// own DDL, the partitions it swapped, is rwc's; the others' catalog rows
+// are as its snapshot read them), the refresh's snapshot, and for the
+// target the refresh's own transaction, whose writes are rwc's.
 func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) error {
 	var relids []int64
-	var names, tokens []string
+	var names []string
 	seen := map[uint32]bool{}
 	for _, e := range es {
 		// One table the query names twice ("ev" and "public"."ev") is
 		// one row: a second would update the first in the same statement.
 		if e.Loggable && !seen[e.relid] {
 			seen[e.relid] = true
-			relids, names, tokens = append(relids, int64(e.relid)), append(names, e.Relation), append(tokens, e.token)
+			relids, names = append(relids, int64(e.relid)), append(names, e.Relation)
 		}
 	}
 	// The DELETE and the INSERT of one statement see the same rows: the
 	// rows kept are updated in place.
 	_, err := tx.ExecContext(ctx, `WITH gone AS (DELETE FROM rwc.captures WHERE flow = $1 AND NOT (relid = ANY($2::oid[])))
 		INSERT INTO rwc.captures (flow, relid, relation, token, snapshot, writer)
-		SELECT $1, r.relid, r.relation, r.token, pg_current_snapshot(), CASE WHEN r.relation = $5 THEN pg_current_xact_id() END
-		FROM unnest($2::oid[], $3::text[], $4::text[]) AS r(relid, relation, token)
+		SELECT $1, c.oid, r.relation, `+tokenSQL+`, pg_current_snapshot(), CASE WHEN r.relation = $4 THEN pg_current_xact_id() END
+		FROM unnest($2::oid[], $3::text[]) AS r(relid, relation) JOIN pg_class c ON c.oid = r.relid
 		ON CONFLICT (flow, relid) DO UPDATE SET relation = EXCLUDED.relation, token = EXCLUDED.token,
 			snapshot = EXCLUDED.snapshot, writer = EXCLUDED.writer`,
-		f.Name(), pq.Array(relids), pq.Array(names), pq.Array(tokens), f.Target())
+		f.Name(), pq.Array(relids), pq.Array(names), f.Target())
 	return err
 }
 
@@ -468,12 +526,48 @@ func installTrigger(ctx context.Context, db *sql.DB, table string, attnums []int
 	if !oursValues && len(attnums) > 0 {
 		stmts = append(stmts, compile.CaptureValuesFunctionSQL)
 	}
-	for _, s := range append(stmts, compile.CaptureTriggerSQL(table, attnums)...) {
+	onTable, err := withPartitions(ctx, tx, table, compile.CaptureTriggerSQL(table, attnums))
+	if err != nil {
+		return err
+	}
+	for _, s := range append(stmts, onTable...) {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// withPartitions is the statements that give table rwc's triggers
+// (compile.CaptureTriggerSQL: drops, then creates), with, when it is
+// partitioned, those of its partitions: their own rwc triggers dropped
+// after the parent's (whose clones go with them), their statement trigger
+// created, in one statement each way (one round trip, however many).
+func withPartitions(ctx context.Context, tx *sql.Tx, table string, stmts []string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT format('%I.%I', n.nspname, p.relname) FROM pg_inherits i
+		JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_namespace n ON n.oid = p.relnamespace
+		WHERE i.inhparent = to_regclass($1) ORDER BY 1`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var drops, creates []string
+	for rows.Next() {
+		var part string
+		if err := rows.Scan(&part); err != nil {
+			return nil, err
+		}
+		for _, d := range compile.CaptureTriggers(true) {
+			drops = append(drops, "DROP TRIGGER IF EXISTS "+d.Name+" ON "+part)
+		}
+		creates = append(creates, compile.CapturePartitionTriggerSQL(part)...)
+	}
+	if err := rows.Err(); err != nil || drops == nil {
+		return stmts, err
+	}
+	n := len(compile.CaptureTriggers(true))
+	out := append(slices.Clone(stmts[:n]), strings.Join(drops, "; "))
+	return append(append(out, stmts[n:]...), strings.Join(creates, "; ")), nil
 }
 
 // toLog is the attnums e's triggers are to log: those they log, and the

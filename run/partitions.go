@@ -15,7 +15,7 @@ import (
 )
 
 // observePartitions reads whether the target (oid) is a partitioned table,
-// and its partitions' ranges, into obs.
+// its partitions' ranges, and whether it has rwc's trigger, into obs.
 func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.Observation) error {
 	obs.PartitionsRead = true
 	if oid == 0 {
@@ -23,8 +23,9 @@ func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.
 	}
 	var parts []string
 	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce((SELECT array_agg(p.relname || ' ' || pg_get_expr(p.relpartbound, p.oid) ORDER BY p.relname)
-			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid), '{}')
-		FROM pg_class c WHERE c.oid = $1`, oid).Scan(&obs.Partitioned, pq.Array(&parts))
+			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid), '{}'),
+		EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = $2)
+		FROM pg_class c WHERE c.oid = $1`, oid, compile.CaptureTrigger).Scan(&obs.Partitioned, pq.Array(&parts), &obs.TargetTriggers)
 	if err != nil {
 		return err
 	}

@@ -307,7 +307,13 @@ func (rt *refreshTx) swap(ctx context.Context) (time.Time, error) {
 	}
 	rt.c.target.result()
 	rt.c.later.result()
-	return rt.r.swapPartitions(ctx, rt.tx, rt.f, rt.stmts)
+	locked, err := rt.r.swapPartitions(ctx, rt.tx, rt.f, rt.stmts)
+	if err != nil || !rt.dec.Capture || !rt.storeTarget || rt.c.epochs == nil {
+		return locked, err
+	}
+	// The partitions swapped in are the refresh's own, and so their
+	// catalog rows: the target's token as it leaves them (see store).
+	return locked, storeEpochs(ctx, rt.tx, rt.f, rt.c.epochs)
 }
 
 // store records the refresh for the next one: the fingerprints, the flow's
@@ -321,7 +327,9 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 		if windowRows, err = storeCapture(ctx, rt.tx, rt.c, rt.dec, req.Mode == Override, rt.fpWindow, rt.resolved, rt.dirtyBefore, res.RowsInserted, rt.counts); err != nil {
 			return churn{}, err
 		}
-		if rt.c.epochs != nil {
+		// A swap changes the target's catalog rows: what its triggers
+		// vouch for is stored after it (swap).
+		if rt.c.epochs != nil && rt.stmts.Lock == "" {
 			if err := storeEpochs(ctx, rt.tx, f, rt.c.epochs); err != nil {
 				return churn{}, err
 			}
