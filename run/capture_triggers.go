@@ -95,13 +95,7 @@ var epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '')
 			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
 				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs
 		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)) trg ON true
-	LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE p.relkind <> 'r' OR p.relpersistence <> 'p' OR p.relhassubclass) AS odd,
-			array_agg(DISTINCT coalesce(ps.sig, '')) AS sigs
-		FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
-		LEFT JOIN LATERAL (SELECT string_agg(concat_ws(':', t.tgname, t.tgtype, t.tgenabled, t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0,
-				f.pronamespace = 'rwc'::regnamespace AND f.prosecdef AND f.proname = 'capture' AND f.prosrc = $4 AND f.proconfig = $6::text[]), ',' ORDER BY t.tgname) AS sig
-			FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)) ps ON true
-		WHERE i.inhparent = c.oid AND c.relkind = 'p') parts ON true
+	` + partsSQL + `
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
 
@@ -115,20 +109,37 @@ var captureNames = func() string {
 	return "'{" + strings.Join(names, ",") + "}'::name[]"
 }()
 
-// tokenSQL is a table's token (c: its pg_class row): the catalog row
-// versions of the table, its columns (ALTER TABLE … INHERIT and NO
-// INHERIT change them, and leave the table's own alone), rwc's triggers
-// on it and their functions, and for a partitioned table those of each
-// partition and of its triggers: any DDL by anyone changes it. A refresh
-// stores it as its own writes left it (storeEpochs): the partitions it
-// swapped in are its own.
+// tokenSQL is a table's token (c: its pg_class row; parts: partsSQL's):
+// the catalog row versions of the table, its columns (ALTER TABLE …
+// INHERIT and NO INHERIT change them, and leave the table's own alone),
+// rwc's triggers on it and their functions, and for a partitioned table
+// those of each partition and of its triggers: any DDL by anyone changes
+// it. A refresh stores it as its own writes left it (storeEpochs): the
+// partitions it swapped in are its own.
 var tokenSQL = `concat_ws('/', c.xmin,
 	(SELECT string_agg(t.xmin || ':' || p.xmin, ',' ORDER BY t.tgname) FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
 		WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)),
 	(SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0),
-	(SELECT string_agg(p.oid || ':' || p.xmin || ':' || coalesce((SELECT string_agg(t.xmin || ':' || f.xmin, ',' ORDER BY t.tgname)
-			FROM pg_trigger t JOIN pg_proc f ON f.oid = t.tgfoid WHERE t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)), ''), ',' ORDER BY p.oid)
-		FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid AND c.relkind = 'p'))`
+	parts.token)`
+
+// partsSQL reads, of a partitioned table c's partitions, in one pass over
+// the catalog (a target has hundreds): how many are not plain, logged
+// tables (odd); the distinct sets of rwc's triggers they carry (sigs: each
+// trigger's name, tgtype, tgenabled, whether it is plain, and whether its
+// function is rwc.capture() as rwc made it; see partitionSigs); and their
+// part of the token.
+var partsSQL = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE NOT q.plain) AS odd, array_agg(DISTINCT q.sig) AS sigs,
+			string_agg(q.tok, ',' ORDER BY q.oid) AS token
+		FROM (SELECT p.oid, p.relkind = 'r' AND p.relpersistence = 'p' AND NOT p.relhassubclass AS plain,
+				coalesce(string_agg(concat_ws(':', t.tgname, t.tgtype, t.tgenabled, t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0,
+					f.pronamespace = 'rwc'::regnamespace AND f.prosecdef AND f.proname = 'capture' AND f.prosrc = ` + pq.QuoteLiteral(compile.CaptureFunctionBody) + `
+					AND f.proconfig = ARRAY[` + pq.QuoteLiteral(compile.CaptureFunctionConfig) + `]), ',' ORDER BY t.tgname), '') AS sig,
+				p.oid || ':' || p.xmin || ':' || coalesce(string_agg(t.xmin || ':' || f.xmin, ',' ORDER BY t.tgname), '') AS tok
+			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+			LEFT JOIN pg_trigger t ON t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)
+			LEFT JOIN pg_proc f ON f.oid = t.tgfoid
+			WHERE i.inhparent = c.oid AND c.relkind = 'p'
+			GROUP BY p.oid) q) parts ON true`
 
 // relation is what epochSQL reads of a table's catalog rows.
 type relation struct {
@@ -412,6 +423,7 @@ func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) er
 		INSERT INTO rwc.captures (flow, relid, relation, token, snapshot, writer)
 		SELECT $1, c.oid, r.relation, `+tokenSQL+`, pg_current_snapshot(), CASE WHEN r.relation = $4 THEN pg_current_xact_id() END
 		FROM unnest($2::oid[], $3::text[]) AS r(relid, relation) JOIN pg_class c ON c.oid = r.relid
+		`+partsSQL+`
 		ON CONFLICT (flow, relid) DO UPDATE SET relation = EXCLUDED.relation, token = EXCLUDED.token,
 			snapshot = EXCLUDED.snapshot, writer = EXCLUDED.writer`,
 		f.Name(), pq.Array(relids), pq.Array(names), f.Target())
