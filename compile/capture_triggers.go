@@ -284,6 +284,9 @@ func (fp *FlowPlan) planCapture(f *Flow) {
 		note += "; on " + strings.Join(others, ", ") + " one statement trigger that logs that it changed (" +
 			strings.Join(CaptureTriggerSQL("<table>", nil)[len(CaptureTriggers(true)):], "; ") + ")"
 	}
+	if f.Partitioned() {
+		note += "; on " + f.Target() + ", partitioned, the statement trigger on every partition too (the replica trigger is cloned onto them), and on each partition rwc creates before it is attached or swapped in"
+	}
 	note += ". A refresh then probes a source only in the partitions its triggers logged, and not at all a table whose triggers vouch that nothing changed"
 	fp.Notes = append(fp.Notes, note)
 }
