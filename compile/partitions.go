@@ -139,6 +139,30 @@ func (f *Flow) partitionsOf(p *predicate.Predicate, today predicate.Date) ([]dat
 	return out, nil
 }
 
+// WindowPartitions names the partitions of a partitioned target (obs)
+// that can hold rows of window, by its hull on the partition column: those
+// whose catalog rows the target's triggers vouch for (what anyone does to
+// the others cannot change the window). nil: every partition counts (the
+// target is not partitioned, the hull is unknown, or a partition's bound
+// could not be read: a DEFAULT one can hold any row).
+func (f *Flow) WindowPartitions(window *predicate.Predicate, obs Observation) []string {
+	if !obs.Partitioned || obs.UnreadBounds {
+		return nil
+	}
+	lo, hi, hasLo, hasHi, ok := predicate.DateHull(window, f.Table.Partitioning.By)
+	if !ok {
+		return nil
+	}
+	names := []string{}
+	for _, b := range obs.Partitions {
+		if hasLo && b.To <= lo || hasHi && b.From > hi {
+			continue
+		}
+		names = append(names, b.Name)
+	}
+	return names
+}
+
 // existing is the partition of obs that has range r, "" when none has;
 // overlapped says that another partition holds part of r (one made by
 // hand, or a plain target's history attached as one partition: see

@@ -143,6 +143,9 @@ type Observation struct {
 	Partitioned    bool             `json:",omitempty"`
 	Partitions     []PartitionBound `json:",omitempty"`
 	PartitionsRead bool             `json:",omitempty"`
+	// UnreadBounds: a partition's bound is not a date range rwc reads (a
+	// DEFAULT partition), and is not in Partitions.
+	UnreadBounds bool `json:",omitempty"`
 	// TargetTriggers: the partitioned target carries rwc's statement
 	// trigger (it captures by triggers), so the partitions rwc creates
 	// get theirs (see Flow.partitionTriggers).

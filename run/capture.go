@@ -29,6 +29,7 @@ type capture struct {
 	// vouching: the stored fingerprints cover the window now, so a table
 	// whose trigger vouches stands in for its probe (see probe).
 	epochs   epochs
+	parts    []string // the target's partitions its epoch covers (compile.Flow.WindowPartitions)
 	skipped  bool
 	vouching bool
 	// targetVouched: the whole window is recomputed and the target's
@@ -49,8 +50,8 @@ type capture struct {
 // forces the whole window, or the state already did, the others are needed
 // only to be stored, and a second connection takes them while this one
 // writes. The caller stops what is still running (stop).
-func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, spare *spareConns) (*capture, error) {
-	c := &capture{f: f, window: window, r: r, spare: spare}
+func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, obs compile.Observation, spare *spareConns) (*capture, error) {
+	c := &capture{f: f, window: window, r: r, spare: spare, parts: f.WindowPartitions(window, obs)}
 	if err := c.start(ctx, tx, req, dec, st); err != nil {
 		c.stop()
 		return nil, err
@@ -62,7 +63,7 @@ func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compil
 	f, window := c.f, c.window
 	var err error
 	if f.CapturesByTriggers() && req.Mode == Window {
-		if c.epochs, err = readEpochs(ctx, tx, f); err != nil {
+		if c.epochs, err = readEpochs(ctx, tx, f, c.parts); err != nil {
 			return err
 		}
 	}
@@ -421,9 +422,13 @@ func FindChanges(ctx context.Context, db *sql.DB, f *compile.Flow, window *predi
 	if err != nil {
 		return compile.Captured{}, err
 	}
+	obs, err := partitionsNow(ctx, tx, f)
+	if err != nil {
+		return compile.Captured{}, err
+	}
 	// No spare connections: every probe runs here, in turn.
 	c, err := (&Runner{db: db}).startCapture(ctx, tx, f, Request{Flow: f, Mode: Window},
-		compile.Decision{Action: compile.ActionIncremental}, st, window, nil)
+		compile.Decision{Action: compile.ActionIncremental}, st, window, obs, nil)
 	if err != nil {
 		return compile.Captured{}, err
 	}

@@ -103,3 +103,25 @@ func TestCapturePartitionedSource(t *testing.T) {
 		})
 	}
 }
+
+// What the target's triggers vouch for is its window: partitions outside
+// it come and go (history attached by hand, retention dropping old days)
+// without costing a probe, and rows written there are left alone.
+func TestCapturePartitionedTargetHistory(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, partTriggerSpec)
+	e.exec(`CREATE TABLE public.t_p20260301 (d date, k text, v integer);
+		INSERT INTO public.t_p20260301 VALUES ('2026-03-01', 'h', 1);
+		ALTER TABLE public.t ATTACH PARTITION public.t_p20260301 FOR VALUES FROM ('2026-03-01') TO ('2026-03-02')`)
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") {
+		t.Errorf("after history was attached: capture %q, want no probe", res.Capture)
+	}
+	e.exec(`DROP TABLE public.t_p20260301`)
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") {
+		t.Errorf("after a retention drop: capture %q, want no probe", res.Capture)
+	}
+	// A partition of the window dropped is found.
+	e.exec(`DROP TABLE public.t_p20260309`)
+	recomputed(t, e, f, `"public"."t" its trigger, or the table's definition, changed`)
+}

@@ -95,7 +95,7 @@ var epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '')
 			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
 				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs
 		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)) trg ON true
-	` + partsSQL + `
+	` + partsSQL(`(r.name IS DISTINCT FROM $8 OR $9::text[] IS NULL OR p.relname = ANY($9::text[]))`) + `
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
 	ORDER BY r.n`
 
@@ -122,13 +122,15 @@ var tokenSQL = `concat_ws('/', c.xmin,
 	(SELECT string_agg(a.xmin::text, ',' ORDER BY a.attnum) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0),
 	parts.token)`
 
-// partsSQL reads, of a partitioned table c's partitions, in one pass over
-// the catalog (a target has hundreds): how many are not plain, logged
-// tables (odd); the distinct sets of rwc's triggers they carry (sigs: each
-// trigger's name, tgtype, tgenabled, whether it is plain, and whether its
-// function is rwc.capture() as rwc made it; see partitionSigs); and their
-// part of the token.
-var partsSQL = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE NOT q.plain) AS odd, array_agg(DISTINCT q.sig) AS sigs,
+// partsSQL reads, of a partitioned table c's partitions (those for which
+// counts holds: of a target, those its window can hold rows of, see
+// compile.Flow.WindowPartitions), in one pass over the catalog: how many
+// are not plain, logged tables (odd); the distinct sets of rwc's triggers
+// they carry (sigs: each trigger's name, tgtype, tgenabled, whether it is
+// plain, and whether its function is rwc.capture() as rwc made it; see
+// partitionSigs); and their part of the token.
+func partsSQL(counts string) string {
+	return `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE NOT q.plain) AS odd, array_agg(DISTINCT q.sig) AS sigs,
 			string_agg(q.tok, ',' ORDER BY q.oid) AS token
 		FROM (SELECT p.oid, p.relkind = 'r' AND p.relpersistence = 'p' AND NOT p.relhassubclass AS plain,
 				coalesce(string_agg(concat_ws(':', t.tgname, t.tgtype, t.tgenabled, t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0,
@@ -138,8 +140,9 @@ var partsSQL = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE NOT q.plain) AS
 			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
 			LEFT JOIN pg_trigger t ON t.tgrelid = p.oid AND t.tgname = ANY(` + captureNames + `)
 			LEFT JOIN pg_proc f ON f.oid = t.tgfoid
-			WHERE i.inhparent = c.oid AND c.relkind = 'p'
+			WHERE i.inhparent = c.oid AND c.relkind = 'p' AND ` + counts + `
 			GROUP BY p.oid) q) parts ON true`
+}
 
 // relation is what epochSQL reads of a table's catalog rows.
 type relation struct {
@@ -167,15 +170,16 @@ type foundTrigger struct {
 	Function string   `json:"function"` // rwc's function it runs, "" when it is not rwc's as rwc made it
 }
 
-// readEpochs reads f's tables' epochs in tx (one round trip).
-func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow) (epochs, error) {
+// readEpochs reads f's tables' epochs in tx (one round trip), of its
+// target's partitions those named in parts (nil: all).
+func readEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, parts []string) (epochs, error) {
 	tables, cols := f.CaptureTables(), f.CaptureColumns()
 	want := make([]string, len(tables))
 	for i, t := range tables {
 		want[i] = cols[t]
 	}
 	rows, err := tx.QueryContext(ctx, epochSQL, f.Name(), pq.Array(tables), pq.Array(want), compile.CaptureFunctionBody,
-		compile.CaptureValuesFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}), pq.Array(compile.CaptureValuesFunctionConfig))
+		compile.CaptureValuesFunctionBody, pq.Array([]string{compile.CaptureFunctionConfig}), pq.Array(compile.CaptureValuesFunctionConfig), f.Target(), pq.Array(parts))
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +409,7 @@ func (es epochs) summary(skipped bool, how map[string]string) string {
 // own DDL, the partitions it swapped, is rwc's; the others' catalog rows
 // are as its snapshot read them), the refresh's snapshot, and for the
 // target the refresh's own transaction, whose writes are rwc's.
-func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) error {
+func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs, parts []string) error {
 	var relids []int64
 	var names []string
 	seen := map[uint32]bool{}
@@ -423,10 +427,10 @@ func storeEpochs(ctx context.Context, tx *sql.Tx, f *compile.Flow, es epochs) er
 		INSERT INTO rwc.captures (flow, relid, relation, token, snapshot, writer)
 		SELECT $1, c.oid, r.relation, `+tokenSQL+`, pg_current_snapshot(), CASE WHEN r.relation = $4 THEN pg_current_xact_id() END
 		FROM unnest($2::oid[], $3::text[]) AS r(relid, relation) JOIN pg_class c ON c.oid = r.relid
-		`+partsSQL+`
+		`+partsSQL(`(r.relation IS DISTINCT FROM $4 OR $5::text[] IS NULL OR p.relname = ANY($5::text[]))`)+`
 		ON CONFLICT (flow, relid) DO UPDATE SET relation = EXCLUDED.relation, token = EXCLUDED.token,
 			snapshot = EXCLUDED.snapshot, writer = EXCLUDED.writer`,
-		f.Name(), pq.Array(relids), pq.Array(names), f.Target())
+		f.Name(), pq.Array(relids), pq.Array(names), f.Target(), pq.Array(parts))
 	return err
 }
 
@@ -486,7 +490,7 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 	if err != nil {
 		return []string{err.Error()}
 	}
-	es, err := readEpochs(ctx, tx, f)
+	es, err := readEpochs(ctx, tx, f, nil)
 	tx.Rollback()
 	if err != nil {
 		return []string{err.Error()}

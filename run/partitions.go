@@ -36,9 +36,24 @@ func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.
 		name, bound, _ := strings.Cut(p, " ")
 		if b, ok := parseBound(name, bound); ok {
 			obs.Partitions = append(obs.Partitions, b)
+		} else {
+			obs.UnreadBounds = true
 		}
 	}
 	return nil
+}
+
+// partitionsNow observes f's target's partitions in tx, as they are now.
+func partitionsNow(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, error) {
+	var obs compile.Observation
+	if !f.Partitioned() {
+		return obs, nil
+	}
+	var oid uint32
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(to_regclass($1)::oid, 0)`, f.Target()).Scan(&oid); err != nil {
+		return obs, err
+	}
+	return obs, observePartitions(ctx, tx, oid, &obs)
 }
 
 var rangeBound = regexp.MustCompile(`^FOR VALUES FROM \((?:'(\d{4}-\d{2}-\d{2})'|MINVALUE)\) TO \((?:'(\d{4}-\d{2}-\d{2})'|MAXVALUE)\)$`)

@@ -104,6 +104,7 @@ type refreshTx struct {
 	// changed before it.
 	storeTarget bool
 	fpWindow    *predicate.Predicate
+	partsAfter  []string // the target's partitions its epoch covers after the refresh (epochsAfter)
 	dirtyBefore []string
 	ex          *expecting // the expectations' counts before the write
 }
@@ -213,7 +214,7 @@ func (rt *refreshTx) capture(ctx context.Context, spare *spareConns) error {
 	f, req := rt.f, rt.req
 	var err error
 	if rt.dec.Capture {
-		if rt.c, err = rt.r.startCapture(ctx, rt.tx, f, req, rt.dec, rt.st, rt.window, spare); err != nil {
+		if rt.c, err = rt.r.startCapture(ctx, rt.tx, f, req, rt.dec, rt.st, rt.window, rt.obs, spare); err != nil {
 			rt.c = &capture{}
 			return err
 		}
@@ -313,7 +314,25 @@ func (rt *refreshTx) swap(ctx context.Context) (time.Time, error) {
 	}
 	// The partitions swapped in are the refresh's own, and so their
 	// catalog rows: the target's token as it leaves them (see store).
-	return locked, storeEpochs(ctx, rt.tx, rt.f, rt.c.epochs)
+	return locked, storeEpochs(ctx, rt.tx, rt.f, rt.c.epochs, rt.partsAfter)
+}
+
+// epochsAfter stores what the triggers vouch for (storeEpochs), or, when a
+// swap follows, names the target's partitions to store it of (those the
+// refresh left, premade ones included: a swap keeps their names), which
+// swap stores after it, a short statement under its lock.
+func (rt *refreshTx) epochsAfter(ctx context.Context) error {
+	if rt.f.Partitioned() {
+		obs, err := partitionsNow(ctx, rt.tx, rt.f)
+		if err != nil {
+			return err
+		}
+		rt.partsAfter = rt.f.WindowPartitions(rt.window, obs)
+	}
+	if rt.stmts.Lock != "" {
+		return nil
+	}
+	return storeEpochs(ctx, rt.tx, rt.f, rt.c.epochs, rt.partsAfter)
 }
 
 // store records the refresh for the next one: the fingerprints, the flow's
@@ -329,8 +348,8 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 		}
 		// A swap changes the target's catalog rows: what its triggers
 		// vouch for is stored after it (swap).
-		if rt.c.epochs != nil && rt.stmts.Lock == "" {
-			if err := storeEpochs(ctx, rt.tx, f, rt.c.epochs); err != nil {
+		if rt.c.epochs != nil {
+			if err := rt.epochsAfter(ctx); err != nil {
 				return churn{}, err
 			}
 		}

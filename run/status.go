@@ -112,14 +112,30 @@ type Capture struct {
 
 // CaptureHealth is, for a flow capturing by triggers, each of its tables'
 // trigger now, read-only: whether it vouches for the table since the last
-// refresh, or why it does not (the next refresh probes that table).
+// refresh, or why it does not (the next refresh probes that table). Of a
+// partitioned target, the partitions of the window the last refresh
+// stored count, as they did for it.
 func CaptureHealth(ctx context.Context, db *sql.DB, f *compile.Flow) ([]TableCapture, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	return readEpochs(ctx, tx, f)
+	var parts []string
+	if f.Partitioned() {
+		st, err := loadFlowState(ctx, readOnlyTx{tx}, f.Name())
+		if err != nil {
+			return nil, err
+		}
+		if prior, ok := f.StoredWindow(st.FlowState); ok {
+			obs, err := partitionsNow(ctx, tx, f)
+			if err != nil {
+				return nil, err
+			}
+			parts = f.WindowPartitions(prior, obs)
+		}
+	}
+	return readEpochs(ctx, tx, f, parts)
 }
 
 // Status is the deployed revision and every flow.
