@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,7 +33,9 @@ type Probe struct {
 	// fingerprinted as a whole (one row with a NULL partition value).
 	Whole  bool
 	Column string // the source's column that the partition column is (not Whole)
-	SQL    string
+	// Distributed: a Citus table, probed with distributedVersionHash.
+	Distributed bool
+	SQL         string
 }
 
 // versionHash folds the row versions of a group into 64 bits: each
@@ -49,6 +52,23 @@ type Probe struct {
 // that ships the change must clear rwc.fingerprints.
 const versionHash = "coalesce(bit_xor(hashtidextended(s.ctid, (s.tableoid::bigint << 32) | " +
 	"coalesce(((SELECT age('3'::xid)::bigint + 3) - nullif(age(s.xmin), 2147483647)) & 4294967295, 2))), 0)"
+
+// distributedVersionHash is versionHash for a Citus table (distributed or
+// reference), whose probe runs on the workers, shard by shard: age(xmin)
+// is a worker's age there, and the reference xid the coordinator's, so
+// versionHash would drift at every refresh. xmin read through text is
+// exact wherever it runs. (For a normal xid it is the same number as
+// versionHash's, so a table distributed later keeps its fingerprints but
+// for its rows, which moved to shards anyway.)
+const distributedVersionHash = "coalesce(bit_xor(hashtidextended(s.ctid, (s.tableoid::bigint << 32) | s.xmin::text::bigint)), 0)"
+
+// hashOf is the version hash for a table, distributed by Citus or not.
+func hashOf(distributed bool) string {
+	if distributed {
+		return distributedVersionHash
+	}
+	return versionHash
+}
 
 // maxIncrementalPartitions bounds the partitions an incremental refresh
 // recomputes by listing them; past it, it recomputes the range they span.
@@ -72,7 +92,8 @@ func (f *Flow) Incremental() bool {
 	return len(f.Query.Pushable([]string{f.PartitionBy})) > 0
 }
 
-// Probes returns the fingerprint queries of f's sources for a window.
+// Probes returns the fingerprint queries of f's sources for a window;
+// obs.Distributed names those that Citus distributes.
 //
 // A source is fingerprinted per partition value only when every reference
 // to it in the query is a scan the window reaches, all through one and the
@@ -82,21 +103,22 @@ func (f *Flow) Incremental() bool {
 // rows matter to every partition, so such a source is fingerprinted whole.
 // The column probed is the source's own (Exposure.Column), not the name the
 // top-level query gives it: a subquery may rename it.
-func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
+func (f *Flow) Probes(window *predicate.Predicate, obs Observation) ([]Probe, error) {
 	cols := f.partitionSources()
 	var out []Probe
 	for _, t := range f.Query.Tables {
-		name := tableName(t)
+		name, table := tableName(t), quoteTable(t)
+		dist := slices.Contains(obs.Distributed, table)
 		if c, ok := cols[name]; ok {
-			p, err := partitionProbe(name, quoteTable(t), c, window)
+			p, err := partitionProbe(Probe{Source: name, Table: table, Column: c, Distributed: dist}, window)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, p)
 			continue
 		}
-		out = append(out, Probe{Source: name, Table: quoteTable(t), Whole: true, SQL: fmt.Sprintf(
-			"SELECT NULL::text, count(*), %s FROM %s AS s", versionHash, quoteTable(t))})
+		out = append(out, Probe{Source: name, Table: table, Whole: true, Distributed: dist, SQL: fmt.Sprintf(
+			"SELECT NULL::text, count(*), %s FROM %s AS s", hashOf(dist), table)})
 	}
 	return out, nil
 }
@@ -104,19 +126,19 @@ func (f *Flow) Probes(window *predicate.Predicate) ([]Probe, error) {
 // ProbeOf is p, a source's probe (not Whole), over another window: an
 // incremental refresh's probe of the partitions that rwc's triggers logged.
 func (f *Flow) ProbeOf(p Probe, window *predicate.Predicate) (Probe, error) {
-	return partitionProbe(p.Source, p.Table, p.Column, window)
+	return partitionProbe(p, window)
 }
 
-// partitionProbe fingerprints source's table per value of its column col
-// within window.
-func partitionProbe(source, table, col string, window *predicate.Predicate) (Probe, error) {
-	ref := "s." + pq.QuoteIdentifier(col)
+// partitionProbe is p (its source, table and column) fingerprinting the
+// table per value of the column within window.
+func partitionProbe(p Probe, window *predicate.Predicate) (Probe, error) {
+	ref := "s." + pq.QuoteIdentifier(p.Column)
 	cond, err := window.SQL(func(string) string { return ref })
 	if err != nil {
 		return Probe{}, err
 	}
-	return Probe{Source: source, Table: table, Column: col, SQL: fmt.Sprintf(
-		"SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s", ref, versionHash, table, cond)}, nil
+	p.SQL = fmt.Sprintf("SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s", ref, hashOf(p.Distributed), p.Table, cond)
+	return p, nil
 }
 
 // partitionSources maps each source (tableName) whose every reference

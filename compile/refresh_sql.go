@@ -143,6 +143,12 @@ type Observation struct {
 	Partitioned    bool             `json:",omitempty"`
 	Partitions     []PartitionBound `json:",omitempty"`
 	PartitionsRead bool             `json:",omitempty"`
+	// Citus: the database has Citus; Distributed names the flow's tables
+	// (quoted, as CaptureTables does) that are Citus tables, distributed
+	// or reference: their probes run on the workers (see
+	// distributedVersionHash), and no exported snapshot covers them.
+	Citus       bool     `json:",omitempty"`
+	Distributed []string `json:",omitempty"`
 	// UnreadBounds: a partition's bound is not a date range rwc reads (a
 	// DEFAULT partition), and is not in Partitions.
 	UnreadBounds bool `json:",omitempty"`

@@ -29,6 +29,7 @@ type capture struct {
 	// vouching: the stored fingerprints cover the window now, so a table
 	// whose trigger vouches stands in for its probe (see probe).
 	epochs   epochs
+	obs      compile.Observation
 	parts    []string // the target's partitions its epoch covers (compile.Flow.WindowPartitions)
 	skipped  bool
 	vouching bool
@@ -51,7 +52,7 @@ type capture struct {
 // only to be stored, and a second connection takes them while this one
 // writes. The caller stops what is still running (stop).
 func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, obs compile.Observation, spare *spareConns) (*capture, error) {
-	c := &capture{f: f, window: window, r: r, spare: spare, parts: f.WindowPartitions(window, obs)}
+	c := &capture{f: f, window: window, r: r, spare: spare, obs: obs, parts: f.WindowPartitions(window, obs)}
 	if err := c.start(ctx, tx, req, dec, st); err != nil {
 		c.stop()
 		return nil, err
@@ -90,7 +91,7 @@ func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compil
 	if req.Mode == Override {
 		return nil
 	}
-	probes, err := f.Probes(window)
+	probes, err := f.Probes(window, c.obs)
 	if err != nil {
 		return err
 	}
@@ -422,7 +423,7 @@ func FindChanges(ctx context.Context, db *sql.DB, f *compile.Flow, window *predi
 	if err != nil {
 		return compile.Captured{}, err
 	}
-	obs, err := partitionsNow(ctx, tx, f)
+	obs, err := captureObservation(ctx, tx, f)
 	if err != nil {
 		return compile.Captured{}, err
 	}

@@ -41,6 +41,12 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err := rt.observe(ctx); err != nil {
 		return err
 	}
+	if len(rt.obs.Distributed) > 0 {
+		// No snapshot exported here covers a Citus table's shards: the
+		// probes run in the refresh's own transaction.
+		spare.release()
+		spare = nil
+	}
 	if err := rt.prepare(ctx); err != nil {
 		return err
 	}

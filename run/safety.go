@@ -49,6 +49,9 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 			return obs, 0, err
 		}
 	}
+	if err := observeCitus(ctx, tx, f, &obs); err != nil {
+		return obs, 0, err
+	}
 	// The target's oid (0: missing) serves the refresh's check that the
 	// table is rwc's (adoptable) too.
 	var oid sql.NullInt64

@@ -51,6 +51,10 @@ func Main(m *testing.M) int {
 	inMain.Store(true)
 	reapStale()
 	code := m.Run()
+	if err := stopCitus(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		code = 1
+	}
 	if cluster != nil {
 		if err := cluster.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -98,10 +102,12 @@ func reapStale() {
 		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		data := filepath.Join(d, "data")
-		if pgcluster.Initialized(data) {
-			if c, err := pgcluster.Open(pgcluster.Options{DataDir: data}); err == nil {
-				c.Stop()
+		nodes, _ := filepath.Glob(filepath.Join(d, "citus*"))
+		for _, data := range append(nodes, filepath.Join(d, "data")) {
+			if pgcluster.Initialized(data) {
+				if c, err := pgcluster.Open(pgcluster.Options{DataDir: data}); err == nil {
+					c.Stop()
+				}
 			}
 		}
 		os.RemoveAll(d)
