@@ -146,12 +146,15 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 	case d.Unchanged:
 		return Statements{}, nil
 	case f.Partitioned() && d.Narrowed != nil:
-		return f.partitionedWrites(d, d.Narrowed, resolved, false, true, obs)
+		return f.partitionedWrites(d, d.Narrowed, resolved, false, !f.TargetDistributed(obs), obs)
 	case f.Partitioned():
 		return f.partitionedWrites(d, resolved, resolved, full, false, obs)
 	case d.Narrowed != nil:
 		s, err := f.Statements(d.Narrowed, false, obs)
-		if err == nil && s.Insert != "" {
+		// A distributed target's write is fingerprinted after it instead
+		// (its rows' xmin are the workers'): RETURNING would ship every
+		// row inserted back to the coordinator, to be counted.
+		if err == nil && s.Insert != "" && !f.TargetDistributed(obs) {
 			s.Insert, s.PerPartition = f.perPartition(s.Insert), true
 		}
 		return s, err

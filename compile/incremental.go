@@ -178,7 +178,11 @@ func (f *Flow) partitionSources() map[string]string {
 // fourth column counts each partition's rows inserted by transaction writer
 // (0: none asked): the rows of a window that a refresh rewrote whole are
 // recognised by their xmin, which PostgreSQL keeps even when it freezes them.
-func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32) (Probe, error) {
+//
+// On a target that Citus distributes (obs.Distributed), the rows are on the
+// workers, inserted by transactions of theirs: writer is 0, and the version
+// hash reads xmin as such (distributedVersionHash).
+func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32, obs Observation) (Probe, error) {
 	col := "s." + pq.QuoteIdentifier(f.PartitionBy)
 	conds := make([]string, len(windows))
 	for i, w := range windows {
@@ -196,9 +200,15 @@ func (f *Flow) TargetProbe(windows []*predicate.Predicate, writer uint32) (Probe
 	// window now), as PostgreSQL decides it, for rows probed because they
 	// lie in another. The predicate reads the partition column only (see
 	// Incremental), which the query groups by.
-	return Probe{Table: f.Target(), SQL: fmt.Sprintf(
+	dist := f.TargetDistributed(obs)
+	return Probe{Table: f.Target(), Distributed: dist, SQL: fmt.Sprintf(
 		"SELECT (%s)::text, count(*), %s, %s, coalesce(%s, false) FROM %s AS s WHERE %s GROUP BY %[1]s",
-		col, versionHash, byWriter, conds[0], f.Target(), strings.Join(conds, " OR "))}, nil
+		col, hashOf(dist), byWriter, conds[0], f.Target(), strings.Join(conds, " OR "))}, nil
+}
+
+// TargetDistributed reports whether Citus distributes f's target (obs).
+func (f *Flow) TargetDistributed(obs Observation) bool {
+	return slices.Contains(obs.Distributed, f.Target())
 }
 
 // Narrow is the window restricted to the given partition values (as

@@ -147,7 +147,7 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st flowState) err
 	f, window, stored := c.f, c.window, c.stored
 	prior, _ := f.StoredWindow(st.FlowState)
 	probe := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-		return probeTarget(ctx, tx, f, window, stored, prior)
+		return probeTarget(ctx, tx, f, window, stored, prior, c.obs)
 	}
 	if e, ok := c.epochs.of(f.Target()); ok && c.vouching && e.Trusted && !e.Changed {
 		if c.forced != "" {
@@ -165,7 +165,7 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st flowState) err
 				return nil
 			}
 			probe = func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
-				tp, err := f.TargetProbe([]*predicate.Predicate{region}, uint32(stored.rewrite.writer))
+				tp, err := f.TargetProbe([]*predicate.Predicate{region}, uint32(stored.rewrite.writer), c.obs)
 				if err != nil {
 					return nil, err
 				}

@@ -279,9 +279,9 @@ func inWindowOf(f *compile.Flow, window *predicate.Predicate) func(string) bool 
 // in this transaction. When the last refresh rewrote partitions of the
 // window the state records (prior), the probe also covers them, however
 // the window moved since, and counts that refresh's rows.
-func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored prints, prior *predicate.Predicate) ([]fingerprintRow, error) {
+func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, stored prints, prior *predicate.Predicate, obs compile.Observation) ([]fingerprintRow, error) {
 	windows, writer := []*predicate.Predicate{window}, uint32(0)
-	if stored.rewrite != nil {
+	if stored.rewrite != nil && !f.TargetDistributed(obs) {
 		writer = uint32(stored.rewrite.writer)
 		if prior != nil {
 			region := prior
@@ -296,7 +296,7 @@ func probeTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predi
 			}
 		}
 	}
-	tp, err := f.TargetProbe(windows, writer)
+	tp, err := f.TargetProbe(windows, writer, obs)
 	if err != nil {
 		return nil, err
 	}
@@ -500,11 +500,13 @@ func storeCapture(ctx context.Context, tx *sql.Tx, c *capture, dec compile.Decis
 	case override:
 		// Its range is not the window's: fingerprint the window again,
 		// but for the partitions changed by DML that it left alone.
-		if target, err = probeTarget(ctx, tx, f, window, prints{}, nil); err == nil {
+		if target, err = probeTarget(ctx, tx, f, window, prints{}, nil, c.obs); err == nil {
 			target = keepDirt(f, resolved, target, dirtyBefore)
 		}
 	case dec.Unchanged:
 		target, err = c.targetBefore() // nothing changed, nothing written
+	case f.TargetDistributed(c.obs):
+		target, err = c.probedAfter(ctx, tx, dec)
 	default:
 		var before []fingerprintRow
 		if dec.Narrowed != nil {
@@ -525,6 +527,35 @@ func storeCapture(ctx context.Context, tx *sql.Tx, c *capture, dec compile.Decis
 		rows += max(t.n, 0) // a rewrite's mark counts the rows inserted
 	}
 	return rows, nil
+}
+
+// probedAfter is what a refresh stores for a target that Citus
+// distributes: the fingerprints of what it wrote (the partitions, or the
+// whole window), probed in its transaction after the write, and those of
+// the rest as probed before. Its rows' xmin are the workers' transactions,
+// which no mark of the coordinator's would recognise at the next refresh.
+func (c *capture) probedAfter(ctx context.Context, tx *sql.Tx, dec compile.Decision) ([]fingerprintRow, error) {
+	written := dec.Narrowed
+	var kept []fingerprintRow
+	if written != nil {
+		before, err := c.targetBefore()
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range before {
+			if !rewrote(c.f, written, b.value) {
+				kept = append(kept, b)
+			}
+		}
+	} else {
+		written = c.window
+	}
+	tp, err := c.f.TargetProbe([]*predicate.Predicate{written}, 0, c.obs)
+	if err != nil {
+		return nil, err
+	}
+	probed, err := runProbe(ctx, tx, tp)
+	return append(kept, probed...), err
 }
 
 // inWindowOnly drops the rows a target probe took outside the window now

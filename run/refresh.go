@@ -465,7 +465,7 @@ func isSerializationFailure(err error) bool {
 // when there is nothing to compare with (no window, or no fingerprints,
 // recorded) or the changes cannot be placed: the override then stores no
 // target fingerprints, and the next refresh recomputes its window.
-func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compile.FlowState) (store bool, prior *predicate.Predicate, dirty []string, err error) {
+func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compile.FlowState, obs compile.Observation) (store bool, prior *predicate.Predicate, dirty []string, err error) {
 	prior, ok := f.StoredWindow(st)
 	if !ok {
 		return false, nil, nil, nil
@@ -480,7 +480,7 @@ func overrideBaseline(ctx context.Context, tx *sql.Tx, f *compile.Flow, st compi
 	if !stored.taken {
 		return false, nil, nil, nil
 	}
-	before, err := probeTarget(ctx, tx, f, prior, stored, prior)
+	before, err := probeTarget(ctx, tx, f, prior, stored, prior, obs)
 	if err != nil {
 		return false, nil, nil, err
 	}

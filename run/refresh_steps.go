@@ -238,7 +238,7 @@ func (rt *refreshTx) capture(ctx context.Context, spare *spareConns) error {
 	// (changed since, or moved on).
 	rt.storeTarget, rt.fpWindow = true, rt.window
 	if rt.dec.Capture && req.Mode == Override {
-		if rt.storeTarget, rt.fpWindow, rt.dirtyBefore, err = overrideBaseline(ctx, rt.tx, f, rt.st.FlowState); err != nil {
+		if rt.storeTarget, rt.fpWindow, rt.dirtyBefore, err = overrideBaseline(ctx, rt.tx, f, rt.st.FlowState, rt.obs); err != nil {
 			return err
 		}
 	}
