@@ -87,6 +87,9 @@ type FlowPlan struct {
 	// the rest of its window it deletes and inserts.
 	Partitioning *PlanPartitioning `json:"partitioning,omitempty"`
 	Swapped      []string          `json:"swapped,omitempty"`
+	// Distribution: what Citus makes of the target (distribution: in the
+	// spec), in words.
+	Distribution string `json:"distribution,omitempty"`
 	// Indexes: what becomes of the target's indexes (planIndexes).
 	Indexes []IndexChange `json:"indexes,omitempty"`
 	// Expectations: the flow's expect:, and what changed in them.
@@ -433,6 +436,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	creating := dec.Action == ActionCreate && (!(haveState && st.Found) || obs.TargetMissing)
 	if creating {
 		fp.SQL = append(fp.SQL, stmts.CreateSchema, stmts.CreateTable)
+		if stmts.Distribute != "" {
+			fp.SQL = append(fp.SQL, stmts.Distribute)
+		}
 	}
 	for _, c := range dec.Columns {
 		fp.SQL = append(fp.SQL, f.AlterSQL(c))
@@ -484,6 +490,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if in.Rows != nil && !dec.Unchanged {
 		fp.RowCounts = in.Rows(f, writes[len(writes)-1])
 	}
+	fp.Distribution = f.describeDistribution()
 	if f.Partitioned() {
 		fp.Partitioning = &PlanPartitioning{By: f.Table.Partitioning.By, Interval: f.Table.Partitioning.Interval}
 		for _, sw := range writes[len(writes)-1].Swaps {

@@ -20,6 +20,9 @@ type Statements struct {
 	PredicateCEL string // the window as resolved CEL, for the state
 	CreateSchema string // CREATE SCHEMA IF NOT EXISTS
 	CreateTable  string // the target, from columns:
+	// Distribute makes the target, just created, a Citus table
+	// (distribution:; "": a local one).
+	Distribute string
 	// CreateIndexes build the target's indexes (Flow.Indexes) in the
 	// transaction that creates it.
 	CreateIndexes []string
@@ -149,6 +152,9 @@ type Observation struct {
 	// distributedVersionHash), and no exported snapshot covers them.
 	Citus       bool     `json:",omitempty"`
 	Distributed []string `json:",omitempty"`
+	// TargetDistribution is the target's: its distribution column,
+	// "reference", or "" (a local table, or none).
+	TargetDistribution string `json:",omitempty"`
 	// UnreadBounds: a partition's bound is not a date range rwc reads (a
 	// DEFAULT partition), and is not in Partitions.
 	UnreadBounds bool `json:",omitempty"`
@@ -195,6 +201,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		PredicateCEL:  p.Root.CEL(),
 		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
 		CreateTable:   f.createTable(defs),
+		Distribute:    f.distributeSQL(),
 		CreateIndexes: f.CreateIndexes(),
 		CountOutside:  fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", f.Target(), predicate.Complement(where)),
 	}

@@ -140,3 +140,89 @@ func TestCitusPlanIsWhatApplySends(t *testing.T) {
 	e.exec(`INSERT INTO ev VALUES (current_date - 1, 'c', 7)`)
 	planExplainApply(t, e, dir)
 }
+
+// distribution: makes rwc create the target as a Citus table, co-located
+// with its fact, or as a reference table; it then refreshes incrementally.
+func TestCitusDistributionKey(t *testing.T) {
+	t.Parallel()
+	for name, key := range map[string]string{
+		"co-located": "    distribution: {by: k, colocate_with: ev}\n",
+		"reference":  "    distribution: reference\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newCitusEnv(t)
+			e.seedDaily()
+			e.exec(`SELECT create_distributed_table('ev', 'k')`)
+			f := flow(t, map[string]string{"p.yaml": strings.Replace(dailySpec, "    query: |", key+"    query: |", 1)}, "t")
+			refresh(t, e.runner(now0), reqWindow(f))
+			want := "h k"
+			if name == "reference" {
+				want = "n "
+			}
+			if got := e.value(`SELECT partmethod::text || ' ' || coalesce(column_to_column_name(logicalrelid, partkey), '') FROM pg_dist_partition WHERE logicalrelid = 'public.t'::regclass`); got != want {
+				t.Errorf("the target's distribution: %q, want %q", got, want)
+			}
+			if name == "co-located" && e.value(`SELECT (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'public.t'::regclass) = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'ev'::regclass)`) != "true" {
+				t.Error("the target is not co-located with ev")
+			}
+			if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 {
+				t.Errorf("nothing changed: %s %v %v", res.Action, res.Reasons, res.Partitions)
+			}
+			e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 7)`)
+			if res := refresh(t, e.runner(now0), reqWindow(f)); !slices.Equal(res.Partitions, []string{"2026-03-09"}) {
+				t.Errorf("after a late row: %s %v %v", res.Action, res.Reasons, res.Partitions)
+			}
+			if n := e.count(`SELECT count(*) FROM (SELECT d, k, v FROM public.t EXCEPT ALL SELECT d, k, v FROM ev WHERE d >= '2026-03-08') x`); n != 0 {
+				t.Errorf("%d target rows the query does not yield", n)
+			}
+		})
+	}
+}
+
+// A target that exists as a local table, or a database without Citus:
+// distribution: is refused before anything changes, saying how.
+func TestCitusDistributionRefused(t *testing.T) {
+	t.Parallel()
+	spec := strings.Replace(dailySpec, "    query: |", "    distribution: {by: k}\n    query: |", 1)
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	t.Run("no Citus", func(t *testing.T) {
+		t.Parallel()
+		e := newDailyEnv(t)
+		res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "p.yaml:") || !strings.Contains(res.Err.Error(), "this database has no Citus") {
+			t.Fatalf("refresh: %v", res.Err)
+		}
+		if e.value(`SELECT to_regclass('public.t') IS NULL`) != "true" {
+			t.Error("the target was created")
+		}
+	})
+	t.Run("local target", func(t *testing.T) {
+		t.Parallel()
+		e := newCitusEnv(t)
+		e.seedDaily()
+		refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": dailySpec}, "t")))
+		res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "exists as a local table") || !strings.Contains(res.Err.Error(), "create_distributed_table") {
+			t.Fatalf("refresh: %v", res.Err)
+		}
+	})
+}
+
+// The plan of a distributed target's creation is what apply sends, and
+// with a primary key holding the distribution column.
+func TestCitusPlanDistributionKey(t *testing.T) {
+	t.Parallel()
+	rwcBinary(t)
+	e := newCitusEnv(t)
+	e.exec(`CREATE TABLE ev (d date, k text, v integer);
+		INSERT INTO ev SELECT current_date - i, k, i FROM generate_series(0, 4) i, (VALUES ('a'), ('b')) k(k);
+		SELECT create_distributed_table('ev', 'k')`)
+	spec := strings.Replace(dailySpec, "    query: |", "    primary_key: [d, k]\n    distribution: {by: k, colocate_with: ev}\n    query: |", 1)
+	dir := writeSpecs(t, map[string]string{"p.yaml": spec})
+	planExplainApply(t, e, dir)
+	if e.value(`SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'public.t'::regclass`) != "1" {
+		t.Error("the target is not distributed")
+	}
+	planExplainApply(t, e, dir)
+}

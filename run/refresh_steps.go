@@ -41,12 +41,6 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	if err := rt.observe(ctx); err != nil {
 		return err
 	}
-	if len(rt.obs.Distributed) > 0 {
-		// No snapshot exported here covers a Citus table's shards: the
-		// probes run in the refresh's own transaction.
-		spare.release()
-		spare = nil
-	}
 	if err := rt.prepare(ctx); err != nil {
 		return err
 	}
@@ -197,6 +191,9 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	if err := adoptable(f, rt.st, rt.oid); err != nil {
 		return err
 	}
+	if err := distributionAgrees(f, rt.obs); err != nil {
+		return err
+	}
 	if err := partitioningAgrees(f, rt.obs); err != nil {
 		return err
 	}
@@ -207,6 +204,10 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid); err != nil {
 		return err
+	}
+	if rt.oid == 0 && rt.stmts.Distribute != "" {
+		// Created a Citus table: probed as one from now on.
+		rt.obs.Distributed = append(rt.obs.Distributed, f.Target())
 	}
 	for _, c := range f.Table.Columns {
 		res.Columns = append(res.Columns, c.Name)
@@ -219,6 +220,12 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 func (rt *refreshTx) capture(ctx context.Context, spare *spareConns) error {
 	f, req := rt.f, rt.req
 	var err error
+	if len(rt.obs.Distributed) > 0 {
+		// No snapshot exported here covers a Citus table's shards: the
+		// probes run in the refresh's own transaction.
+		spare.release()
+		spare = nil
+	}
 	if rt.dec.Capture {
 		if rt.c, err = rt.r.startCapture(ctx, rt.tx, f, req, rt.dec, rt.st, rt.window, rt.obs, spare); err != nil {
 			rt.c = &capture{}

@@ -46,7 +46,17 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
 		return err
 	}
-	for _, stmt := range append([]string{s.CreateTable}, s.CreateIndexes...) {
+	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
+		return err
+	}
+	// Distributed first, as the plan shows it: Citus builds the indexes
+	// shard by shard.
+	if s.Distribute != "" {
+		if _, err := tx.ExecContext(ctx, s.Distribute); err != nil {
+			return distributeError(f, err)
+		}
+	}
+	for _, stmt := range s.CreateIndexes {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ const BackfillDir = "backfills"
 
 var allowedKeys = map[string][]string{
 	"top level": PipelineKeys, "table": TableKeys, "properties": PropertyKeys, "index": IndexKeys,
-	"partitioning": PartitioningKeys, "expectation": ExpectationKeys, "rows": RowsKeys, "relationships": RelationshipKeys,
+	"partitioning": PartitioningKeys, "distribution": DistributionKeys, "expectation": ExpectationKeys, "rows": RowsKeys, "relationships": RelationshipKeys,
 }
 
 // Load reads every pipeline (dir/*.yaml) and backfill (dir/backfills/*.yaml)
@@ -254,6 +254,8 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 			t.PrimaryKey = &k
 		case "partitioning":
 			t.Partitioning = loadPartitioning(key, val, file)
+		case "distribution":
+			t.Distribution = loadDistribution(key, val, file)
 		case "capture":
 			t.Capture, t.CapturePos = val.Value, at(val)
 		case "expect":

@@ -47,6 +47,8 @@ type Table struct {
 	PrimaryKey *Key
 	// Partitioning makes the target a partitioned table (nil: a plain one).
 	Partitioning *Partitioning
+	// Distribution makes the target a Citus table (nil: a local one).
+	Distribution *Distribution
 	// Expect are the table's expectations, in the order written.
 	Expect []*Expectation
 	// Capture is how a refresh learns what changed: CaptureFingerprints
@@ -73,6 +75,21 @@ type Partitioning struct {
 	IntervalPos diag.Pos
 	Pos         diag.Pos // of the key
 }
+
+// Distribution is distribution: a target that Citus distributes by a
+// column (By), co-located with another table (ColocateWith, "": as Citus
+// chooses), or, Reference, copies to every node.
+type Distribution struct {
+	By           string
+	ByPos        diag.Pos
+	ColocateWith string
+	ColocatePos  diag.Pos
+	Reference    bool
+	Pos          diag.Pos // of the key
+}
+
+// DistributionReference is distribution:'s value for a reference table.
+const DistributionReference = "reference"
 
 // Index is one entry of indexes:.
 type Index struct {
@@ -130,10 +147,12 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "capture", "expect"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "distribution", "capture", "expect"}
 	PropertyKeys = []string{"reset_allowed"}
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	// PartitioningKeys are partitioning:'s.
 	PartitioningKeys = []string{"by", "interval"}
+	// DistributionKeys are distribution:'s, when it is not "reference".
+	DistributionKeys = []string{"by", "colocate_with"}
 	BackfillKeys     = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )

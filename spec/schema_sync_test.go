@@ -30,6 +30,7 @@ func TestSchemasMatchLoader(t *testing.T) {
 		{"properties", dig(t, table, "properties", "properties"), PropertyKeys},
 		{"index", dig(t, pipeline, "$defs", "index"), IndexKeys},
 		{"partitioning", dig(t, pipeline, "$defs", "partitioning"), PartitioningKeys},
+		{"distribution", distributionObject(t, pipeline), DistributionKeys},
 		{"expectation", dig(t, pipeline, "$defs", "expectation"), ExpectationKeys},
 		{"rows", dig(t, pipeline, "$defs", "rows"), RowsKeys},
 		{"relationships", dig(t, pipeline, "$defs", "relationships"), RelationshipKeys},
@@ -68,4 +69,18 @@ func dig(t *testing.T, m map[string]any, path ...string) map[string]any {
 		m = next
 	}
 	return m
+}
+
+// distributionObject is distribution:'s object alternative (the other is
+// the string "reference").
+func distributionObject(t *testing.T, pipeline map[string]any) map[string]any {
+	t.Helper()
+	alts, _ := dig(t, pipeline, "$defs", "distribution")["oneOf"].([]any)
+	for _, a := range alts {
+		if m, ok := a.(map[string]any); ok && m["type"] == "object" {
+			return m
+		}
+	}
+	t.Fatal("distribution: no object alternative in the schema")
+	return nil
 }

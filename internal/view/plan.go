@@ -76,6 +76,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if s := partitioningText(f); s != "" {
 			fmt.Fprintf(w, "      %s\n", s)
 		}
+		if f.Distribution != "" {
+			fmt.Fprintf(w, "      %s\n", f.Distribution)
+		}
 		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
@@ -330,6 +333,9 @@ func mdDetails(f compile.FlowPlan) string {
 	}
 	if s := partitioningText(f); s != "" {
 		fmt.Fprintf(&d, "%s\n\n", mdText(s))
+	}
+	if f.Distribution != "" {
+		fmt.Fprintf(&d, "%s\n\n", mdText(f.Distribution))
 	}
 	for _, c := range f.Indexes {
 		fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
