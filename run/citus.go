@@ -85,3 +85,24 @@ func captureObservation(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compi
 	}
 	return obs, observeCitus(ctx, tx, f, &obs)
 }
+
+// distributedColumnKept refuses, before anything changes, a column change
+// that Citus cannot make: its distribution column retyped or dropped
+// (Citus would fail the ALTER TABLE with an internal error).
+func distributedColumnKept(f *compile.Flow, obs compile.Observation, changes []compile.ColumnChange) error {
+	if obs.TargetDistribution == "" || obs.TargetDistribution == "reference" {
+		return nil
+	}
+	for _, c := range changes {
+		if c.Column != obs.TargetDistribution || c.Kind == "added" {
+			continue
+		}
+		pos := f.Table.Pos
+		if col := f.Table.Column(c.Column); col != nil {
+			pos = col.TypePos
+		}
+		return refuse("flow %s: column %s (%s) is %s but is the distribution column of %s, which Citus cannot retype or drop; nothing was changed: keep the column as it is, or undistribute the table (undistribute_table), change it, and distribute it again (docs/citus.md)",
+			f.Name(), c.Column, pos, c.Change(), f.Target())
+	}
+	return nil
+}

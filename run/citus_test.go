@@ -226,3 +226,21 @@ func TestCitusPlanDistributionKey(t *testing.T) {
 	}
 	planExplainApply(t, e, dir)
 }
+
+// The distribution column retyped in the spec is refused before anything
+// changes, at the column's type, not with Citus's internal error.
+func TestCitusDistributionColumnRetyped(t *testing.T) {
+	t.Parallel()
+	e := newCitusEnv(t)
+	e.exec(`CREATE TABLE ev (d date, k integer, v integer); INSERT INTO ev VALUES ('2026-03-09', 1, 1), ('2026-03-10', 2, 2)`)
+	spec := strings.Replace(strings.Replace(dailySpec, "      k: text\n", "      k: integer\n", 1), "    query: |", "    distribution: {by: k}\n    query: |", 1)
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": spec}, "t")))
+	retyped := strings.Replace(spec, "      k: integer\n", "      k: bigint\n", 1)
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(flow(t, map[string]string{"p.yaml": retyped}, "t")))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "p.yaml:7:") || !strings.Contains(res.Err.Error(), "distribution column") || strings.Contains(res.Err.Error(), "XX000") {
+		t.Fatalf("refresh: %v", res.Err)
+	}
+	if got := e.value(`SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = 'public.t'::regclass AND attname = 'k'`); got != "integer" {
+		t.Errorf("k is %s now", got)
+	}
+}

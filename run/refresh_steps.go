@@ -194,6 +194,9 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	if err := distributionAgrees(f, rt.obs); err != nil {
 		return err
 	}
+	if err := distributedColumnKept(f, rt.obs, rt.dec.Columns); err != nil {
+		return err
+	}
 	if err := partitioningAgrees(f, rt.obs); err != nil {
 		return err
 	}
