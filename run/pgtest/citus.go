@@ -19,10 +19,9 @@ import (
 // The Citus cluster: a coordinator and two workers on 127.0.0.1, started on
 // the first Citus call, stopped by Main.
 var (
-	citusOnce    sync.Once
-	citusNodes   []*pgcluster.Cluster // the coordinator first
-	citusErr     error
-	citusMissing string // why the server has no Citus ("": it has)
+	citusOnce  sync.Once
+	citusNodes []*pgcluster.Cluster // the coordinator first
+	citusErr   error
 )
 
 // CitusAvailable says why this machine's PostgreSQL has no citus
