@@ -4,9 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,19 +24,8 @@ var (
 )
 
 // CitusAvailable says why this machine's PostgreSQL has no citus
-// extension ("": it has one). Debian's packages have none; docs/citus.md
-// says how to build it by hand.
-func CitusAvailable() string {
-	out, err := exec.Command("pg_config", "--sharedir").Output()
-	if err != nil {
-		return "pg_config --sharedir: " + err.Error()
-	}
-	control := filepath.Join(strings.TrimSpace(string(out)), "extension", "citus.control")
-	if _, err := os.Stat(control); err != nil {
-		return "the server has no citus extension (" + control + " is missing; see docs/citus.md)"
-	}
-	return ""
-}
+// extension ("": it has one).
+func CitusAvailable() string { return pgcluster.CitusMissing() }
 
 // Citus gives a test a fresh database on a Citus cluster, the citus
 // extension created in it on the coordinator and both workers, the workers
@@ -72,22 +60,10 @@ func Citus(t testing.TB) (*sql.DB, string) {
 			}
 		}
 	})
-	for _, n := range citusNodes {
-		if err := n.CreateDatabase(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-		if err := execOn(ctx, n.DSN(name), "CREATE EXTENSION citus"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	coord := citusNodes[0]
-	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", coord.Port())}
-	for _, w := range citusNodes[1:] {
-		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port()))
-	}
-	if err := execOn(ctx, coord.DSN(name), stmts...); err != nil {
+	if err := pgcluster.CitusDatabase(ctx, citusNodes, name); err != nil {
 		t.Fatal(err)
 	}
+	coord := citusNodes[0]
 	db, err := session.Open(coord.DSN(name))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +84,7 @@ func startCitus() {
 	defer cancel()
 	for i := range 3 {
 		c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, fmt.Sprintf("citus%d", i)),
-			Settings: []string{"shared_preload_libraries = 'citus'", "max_prepared_transactions = 64", "citus.shard_count = 4", "citus.node_conninfo = 'sslmode=disable'"}})
+			Settings: append(slices.Clone(pgcluster.CitusSettings), "citus.shard_count = 4")})
 		if err != nil {
 			citusErr = err
 			return
@@ -129,18 +105,4 @@ func stopCitus() error {
 		}
 	}
 	return first
-}
-
-func execOn(ctx context.Context, dsn string, stmts ...string) error {
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	for _, s := range stmts {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("pgtest: %s: %w", s, err)
-		}
-	}
-	return nil
 }

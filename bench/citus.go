@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rwc-dev/rwc/run/pgcluster"
+)
+
+// benchCitus measures a 7-day window on Citus (issue #18): a coordinator
+// and two workers on this machine, a fact of rows rows that Citus
+// distributes by sale_id, a reference dimension, and a target that rwc
+// creates distributed and co-located with the fact (distribution:). Round
+// by round, alternating who goes first: the whole window (the dimension
+// touched) by rwc and by the hand-written DELETE + INSERT … SELECT in
+// psql, on a copy distributed alike; one late day of seven (a tenth of
+// its rows changed) by rwc, against its whole window; and rwc with
+// nothing changed, and the rows it wrote.
+func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error {
+	if why := pgcluster.CitusMissing(); why != "" {
+		fmt.Printf("Citus: not measured: %s\n", why)
+		return nil
+	}
+	dsn, stop, err := startCitus(ctx, tmp)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Printf("Citus: a coordinator and two workers, %d fact rows over 365 days…\n", rows)
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`
+		CREATE TABLE store_dim (store_id int PRIMARY KEY, store_name text, region text);
+		INSERT INTO store_dim SELECT i, 'store ' || i, (ARRAY['emea','amer','apac'])[1 + i %% 3] FROM generate_series(1, 1000) i;
+		SELECT create_reference_table('store_dim');
+		CREATE TABLE sales_fct (sale_id bigint PRIMARY KEY, date date NOT NULL, store_id int NOT NULL, amount numeric(12,2));
+		SELECT create_distributed_table('sales_fct', 'sale_id');
+		INSERT INTO sales_fct SELECT i, current_date - 364 + ((i - 1)::bigint * 365 / %[1]d)::int, 1 + (i * 7) %% 1000, (i %% 10000) / 100.0 FROM generate_series(1, %[1]d) i;
+		CREATE INDEX ON sales_fct (date);
+		CREATE TABLE hand_enriched (sale_id bigint, date date, store_name text, region text, amount numeric(12,2));
+		SELECT create_distributed_table('hand_enriched', 'sale_id', colocate_with => 'sales_fct');
+		CREATE INDEX ON hand_enriched (date);
+		INSERT INTO hand_enriched SELECT f.sale_id, f.date, d.store_name, d.region, f.amount FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id
+			WHERE f.date >= current_date - 6;
+		VACUUM ANALYZE`, rows)); err != nil {
+		return err
+	}
+	s := strings.Replace(strings.Replace(spec, "date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -6)", 1),
+		"    query: |", "    distribution: {by: sale_id, colocate_with: sales_fct}\n    query: |", 1)
+	apply, err := applier(tmp, rwcBin, dsn, "sales_enriched", s)
+	if err != nil {
+		return err
+	}
+	if _, err := apply(); err != nil {
+		return err
+	}
+	psql, err := psqlRunner(dsn)
+	if err != nil {
+		return err
+	}
+	hand := func() error {
+		return psql(`BEGIN; DELETE FROM hand_enriched WHERE date >= current_date - 6;
+			INSERT INTO hand_enriched SELECT f.sale_id, f.date, d.store_name, d.region, f.amount
+			FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id WHERE f.date >= current_date - 6; COMMIT`)
+	}
+	touchDim := func() error {
+		_, err := db.ExecContext(ctx, `UPDATE store_dim SET region = region WHERE store_id = 1`)
+		return err
+	}
+	day := 0
+	lateDay := func() error {
+		day++
+		_, err := db.ExecContext(ctx, `UPDATE sales_fct SET amount = amount + 1 WHERE date = current_date - $1::int AND sale_id % 10 = 0`, 1+day%6)
+		return err
+	}
+	var whole, late, idle contest
+	var written []int64
+	for r := range rounds {
+		if err := touchDim(); err != nil {
+			return err
+		}
+		if err := whole.round(ctx, db, []func() error{quietly(apply), hand}, []string{"sales_enriched", ""}, r); err != nil {
+			return err
+		}
+		if err := lateDay(); err != nil {
+			return err
+		}
+		if err := late.round(ctx, db, []func() error{quietly(apply)}, []string{"sales_enriched"}, 0); err != nil {
+			return err
+		}
+		if err := idle.round(ctx, db, []func() error{quietly(apply)}, []string{"sales_enriched"}, 0); err != nil {
+			return err
+		}
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT rows_inserted + rows_deleted FROM rwc.events WHERE flow = 'sales_enriched' ORDER BY id DESC LIMIT 1`).Scan(&n); err != nil {
+			return err
+		}
+		written = append(written, n)
+	}
+	printCitus(whole, late, idle, written, rounds)
+	return nil
+}
+
+// printCitus renders benchCitus's figures.
+func printCitus(whole, late, idle contest, written []int64, rounds int) {
+	wr, wh := median(whole.wall[0]), median(whole.wall[1])
+	wtx := median(whole.inTx[0])
+	fmt.Printf("\nCitus, a 7-day window over a distributed fact and a reference dimension into a co-located distributed target, medians of %d rounds, one run\n", rounds)
+	fmt.Println("(rwc apply: the whole process; refresh: its transaction as the event log records it; hand-written: DELETE + INSERT … SELECT in one transaction, in the server's psql, on a copy distributed alike):")
+	fmt.Println()
+	fmt.Println("| refresh | rwc apply | refresh | hand-written | rwc apply ÷ hand | what rwc did |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | --- |")
+	fmt.Printf("| whole window (dimension touched) | %s | %s | %s | %.2f× | %s |\n", wr.Round(time.Millisecond), wtx.Round(time.Millisecond),
+		wh.Round(time.Millisecond), ratio(wr, wh), counts(whole.actions[0]))
+	lr, ltx := median(late.wall[0]), median(late.inTx[0])
+	fmt.Printf("| 1 late day of 7 | %s | %s | | %.2f× the whole window's apply (refresh %.2f×) | %s |\n", lr.Round(time.Millisecond), ltx.Round(time.Millisecond),
+		ratio(lr, wr), ratio(ltx, wtx), counts(late.actions[0]))
+	fmt.Printf("| nothing changed | %s | %s | | rows written: %v | %s |\n", median(idle.wall[0]).Round(time.Millisecond),
+		median(idle.inTx[0]).Round(time.Millisecond), written, counts(idle.actions[0]))
+	fmt.Println("\ngoals: the late day ≤ 0.35× the whole window; nothing changed writes 0 rows; the whole window ≤ 1.2× the hand-written")
+}
+
+// startCitus starts a coordinator and two workers in tmp, with a database
+// bench on each holding the citus extension, the workers added, and
+// returns the coordinator's DSN, and how to stop them all.
+func startCitus(ctx context.Context, tmp string) (string, func(), error) {
+	var nodes []*pgcluster.Cluster
+	stop := func() {
+		for _, n := range nodes {
+			n.Stop()
+		}
+	}
+	for i := range 3 {
+		c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, fmt.Sprintf("citus%d", i)), Fsync: true, Settings: pgcluster.CitusSettings})
+		if err != nil {
+			return "", stop, err
+		}
+		nodes = append(nodes, c)
+		if err := c.Start(ctx); err != nil {
+			return "", stop, err
+		}
+	}
+	return nodes[0].DSN("bench"), stop, pgcluster.CitusDatabase(ctx, nodes, "bench")
+}

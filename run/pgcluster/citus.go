@@ -1,0 +1,65 @@
+package pgcluster
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// CitusMissing says why this machine's PostgreSQL has no citus extension
+// ("": it has one). Debian's packages have none; docs/citus.md says how to
+// get it.
+func CitusMissing() string {
+	out, err := exec.Command("pg_config", "--sharedir").Output()
+	if err != nil {
+		return "pg_config --sharedir: " + err.Error()
+	}
+	control := filepath.Join(strings.TrimSpace(string(out)), "extension", "citus.control")
+	if _, err := os.Stat(control); err != nil {
+		return "the server has no citus extension (" + control + " is missing; see docs/citus.md)"
+	}
+	return ""
+}
+
+// CitusSettings are a Citus node's settings on this machine, coordinator
+// or worker: Citus preloaded, two-phase commit for its distributed
+// transactions, and no TLS between the nodes (they trust 127.0.0.1, and
+// a server run as another user cannot read the client's certificates).
+var CitusSettings = []string{"shared_preload_libraries = 'citus'", "max_prepared_transactions = 64", "citus.node_conninfo = 'sslmode=disable'"}
+
+// CitusDatabase creates database name on every node (nodes[0] is the
+// coordinator), with the citus extension in it, and adds the workers to
+// the coordinator's.
+func CitusDatabase(ctx context.Context, nodes []*Cluster, name string) error {
+	for _, n := range nodes {
+		if err := n.CreateDatabase(ctx, name); err != nil {
+			return err
+		}
+		if err := execIn(ctx, n.DSN(name), "CREATE EXTENSION citus"); err != nil {
+			return err
+		}
+	}
+	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", nodes[0].Port())}
+	for _, w := range nodes[1:] {
+		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port()))
+	}
+	return execIn(ctx, nodes[0].DSN(name), stmts...)
+}
+
+func execIn(ctx context.Context, dsn string, stmts ...string) error {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("pgcluster: %s: %w", s, err)
+		}
+	}
+	return nil
+}
