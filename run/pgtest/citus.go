@@ -84,7 +84,7 @@ func startCitus() {
 	defer cancel()
 	for i := range 3 {
 		c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, fmt.Sprintf("citus%d", i)),
-			Settings: append(slices.Clone(pgcluster.CitusSettings), "citus.shard_count = 4")})
+			Settings: append(slices.Clone(pgcluster.CitusSettings), "citus.shard_count = 4", "max_connections = 300")})
 		if err != nil {
 			citusErr = err
 			return
