@@ -907,7 +907,11 @@ func (q *eqSeq) targetDML() {
 	day := q.randomDay()
 	var stmt string
 	var days []int
-	switch q.rng.IntN(5) {
+	kind := q.rng.IntN(5)
+	if kind == 2 && q.dist == "{by: d}" {
+		kind = 1 // Citus does not move a row to another shard
+	}
+	switch kind {
 	case 0:
 		dl := "DATE '" + eqDate(day) + "'"
 		if q.rng.IntN(8) == 0 && q.interval == "" { // a range partition holds no NULL

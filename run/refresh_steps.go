@@ -205,7 +205,7 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	if res.RowsLost, err = rt.r.guardLoss(ctx, rt.tx, req, rt.st.FlowState, rt.stmts, rt.resolved, rt.obs); err != nil {
 		return err
 	}
-	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid); err != nil {
+	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid, rt.obs.Citus); err != nil {
 		return err
 	}
 	if rt.oid == 0 && rt.stmts.Distribute != "" {

@@ -33,7 +33,7 @@ func adoptable(f *compile.Flow, st flowState, oid uint32) error {
 
 // ensureTarget creates the target on first use (oid 0), or asks for its
 // column changes to commit first (columnsFirst).
-func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, changes []compile.ColumnChange, oid uint32) error {
+func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, changes []compile.ColumnChange, oid uint32, citus bool) error {
 	switch {
 	case oid != 0 && len(changes) > 0:
 		if err := r.refuseDestructive(f, changes); err != nil {
@@ -43,7 +43,7 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	case oid != 0:
 		return nil
 	}
-	if err := createSchema(ctx, tx, s.CreateSchema); err != nil {
+	if err := r.ensureSchema(ctx, tx, f, s, citus); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
@@ -235,6 +235,22 @@ func (e *alterError) Unwrap() error { return e.err }
 // second waits on pg_namespace's unique index and fails once the first
 // commits. The schema is there then, so that error is rolled back and
 // ignored.
+// ensureSchema creates the target's schema when it is missing. On Citus,
+// which propagates CREATE SCHEMA to the workers and refuses it in a
+// transaction that read a distributed table in parallel (as the refresh
+// has by now), an empty schema is created on a connection of its own.
+func (r *Runner) ensureSchema(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, citus bool) error {
+	var missing bool
+	if err := tx.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NULL`, pq.QuoteIdentifier(f.Table.Pipeline.Schema)).Scan(&missing); err != nil || !missing {
+		return err
+	}
+	if citus {
+		_, err := r.db.ExecContext(ctx, s.CreateSchema)
+		return err
+	}
+	return createSchema(ctx, tx, s.CreateSchema)
+}
+
 func createSchema(ctx context.Context, tx *sql.Tx, stmt string) error {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT rwc_create_schema"); err != nil {
 		return err
