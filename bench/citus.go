@@ -36,21 +36,24 @@ func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error
 	}
 	defer db.Close()
 	fmt.Printf("Citus: a coordinator and two workers, %d fact rows over 365 days…\n", rows)
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(`
-		CREATE TABLE store_dim (store_id int PRIMARY KEY, store_name text, region text);
-		INSERT INTO store_dim SELECT i, 'store ' || i, (ARRAY['emea','amer','apac'])[1 + i %% 3] FROM generate_series(1, 1000) i;
-		SELECT create_reference_table('store_dim');
-		CREATE TABLE sales_fct (sale_id bigint PRIMARY KEY, date date NOT NULL, store_id int NOT NULL, amount numeric(12,2));
-		SELECT create_distributed_table('sales_fct', 'sale_id');
-		INSERT INTO sales_fct SELECT i, current_date - 364 + ((i - 1)::bigint * 365 / %[1]d)::int, 1 + (i * 7) %% 1000, (i %% 10000) / 100.0 FROM generate_series(1, %[1]d) i;
-		CREATE INDEX ON sales_fct (date);
-		CREATE TABLE hand_enriched (sale_id bigint, date date, store_name text, region text, amount numeric(12,2));
-		SELECT create_distributed_table('hand_enriched', 'sale_id', colocate_with => 'sales_fct');
-		CREATE INDEX ON hand_enriched (date);
-		INSERT INTO hand_enriched SELECT f.sale_id, f.date, d.store_name, d.region, f.amount FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id
-			WHERE f.date >= current_date - 6;
-		VACUUM ANALYZE`, rows)); err != nil {
-		return err
+	// One statement at a time: Citus runs some of them across the nodes.
+	for _, stmt := range []string{
+		`CREATE TABLE store_dim (store_id int PRIMARY KEY, store_name text, region text)`,
+		`INSERT INTO store_dim SELECT i, 'store ' || i, (ARRAY['emea','amer','apac'])[1 + i % 3] FROM generate_series(1, 1000) i`,
+		`SELECT create_reference_table('store_dim')`,
+		`CREATE TABLE sales_fct (sale_id bigint PRIMARY KEY, date date NOT NULL, store_id int NOT NULL, amount numeric(12,2))`,
+		`SELECT create_distributed_table('sales_fct', 'sale_id')`,
+		fmt.Sprintf(`INSERT INTO sales_fct SELECT i, current_date - 364 + ((i - 1)::bigint * 365 / %[1]d)::int, 1 + (i * 7) %% 1000, (i %% 10000) / 100.0 FROM generate_series(1, %[1]d) i`, rows),
+		`CREATE INDEX ON sales_fct (date)`,
+		`CREATE TABLE hand_enriched (sale_id bigint, date date, store_name text, region text, amount numeric(12,2))`,
+		`SELECT create_distributed_table('hand_enriched', 'sale_id', colocate_with => 'sales_fct')`,
+		`CREATE INDEX ON hand_enriched (date)`,
+		`INSERT INTO hand_enriched SELECT f.sale_id, f.date, d.store_name, d.region, f.amount FROM sales_fct f JOIN store_dim d ON f.store_id = d.store_id WHERE f.date >= current_date - 6`,
+		`VACUUM ANALYZE`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
 	}
 	s := strings.Replace(strings.Replace(spec, "date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -6)", 1),
 		"    query: |", "    distribution: {by: sale_id, colocate_with: sales_fct}\n    query: |", 1)
