@@ -106,3 +106,19 @@ func distributedColumnKept(f *compile.Flow, obs compile.Observation, changes []c
 	}
 	return nil
 }
+
+// refuseCitusWorker refuses a database that is a Citus worker's (its
+// group is not the coordinator's): rwc's state and the flows' tables are
+// on the coordinator, a worker holds shards of them, and a plan there
+// would show no deployment. Read only where no state was found.
+func refuseCitusWorker(ctx context.Context, q queryer) error {
+	var citus bool
+	if err := q.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL`).Scan(&citus); err != nil || !citus {
+		return err
+	}
+	var worker bool
+	if err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT groupid <> 0 FROM pg_dist_local_group), false)`).Scan(&worker); err != nil || !worker {
+		return err
+	}
+	return refuse("this database is a Citus worker's (its group is not the coordinator's): rwc plans and applies on the coordinator, where its state and the flows' tables are; point --dsn at the coordinator's database (nothing was changed)")
+}

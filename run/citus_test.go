@@ -244,3 +244,22 @@ func TestCitusDistributionColumnRetyped(t *testing.T) {
 		t.Errorf("k is %s now", got)
 	}
 }
+
+// Pointed at a worker's database, rwc plan and rwc apply say so and change
+// nothing: the state and the flows' tables are on the coordinator.
+func TestCitusWorkerRefused(t *testing.T) {
+	t.Parallel()
+	rwcBinary(t)
+	e := newCitusEnv(t)
+	worker := pgtest.CitusWorkerDSN(e.dsn)
+	dir := writeSpecs(t, map[string]string{"p.yaml": dailySpec})
+	for _, args := range [][]string{{"plan", dir}, {"apply", "--allow-dirty", dir}} {
+		code, out := runRWC(t, worker, args...)
+		if code == 0 || !strings.Contains(out, "Citus worker") || !strings.Contains(out, "coordinator") {
+			t.Errorf("rwc %s on a worker: exit %d:\n%s", args[0], code, out)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM run_command_on_workers($$SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'rwc'$$) WHERE result <> '0'`); n != 0 {
+		t.Errorf("rwc's state was created on %d worker(s)", n)
+	}
+}

@@ -188,6 +188,9 @@ func ReadState(ctx context.Context, db *sql.DB) (read StateRead) {
 	if err == nil {
 		err = checkServerVersion(server)
 	}
+	if err == nil && !ok {
+		err = refuseCitusWorker(ctx, db) // no state yet: perhaps the wrong node
+	}
 	if err != nil || !ok || rows != 1 || current != stateVersion {
 		return StateRead{err: err} // anything but a current state takes Migrate's locked path
 	}
@@ -310,6 +313,9 @@ func StateExists(ctx context.Context, db *sql.DB) (bool, error) {
 	var ok bool
 	err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'rwc' AND c.relname = ANY ($1))`, pq.Array(stateTableNames())).Scan(&ok)
+	if err == nil && !ok {
+		err = refuseCitusWorker(ctx, db)
+	}
 	return ok, err
 }
 

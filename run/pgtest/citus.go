@@ -21,7 +21,18 @@ var (
 	citusOnce  sync.Once
 	citusNodes []*pgcluster.Cluster // the coordinator first
 	citusErr   error
+	// citusWorkers maps a test database's coordinator DSN to its first
+	// worker's.
+	citusWorkers sync.Map
 )
+
+// CitusWorkerDSN is the DSN of the first worker's copy of the database
+// whose coordinator DSN Citus returned.
+func CitusWorkerDSN(coordinator string) string {
+	w, _ := citusWorkers.Load(coordinator)
+	s, _ := w.(string)
+	return s
+}
 
 // CitusAvailable says why this machine's PostgreSQL has no citus
 // extension ("": it has one).
@@ -64,6 +75,7 @@ func Citus(t testing.TB) (*sql.DB, string) {
 		t.Fatal(err)
 	}
 	coord := citusNodes[0]
+	citusWorkers.Store(coord.DSN(name), citusNodes[1].DSN(name))
 	db, err := session.Open(coord.DSN(name))
 	if err != nil {
 		t.Fatal(err)
