@@ -2,8 +2,6 @@ package compile
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/lib/pq"
 
@@ -36,17 +34,7 @@ func (f *Flow) analyzeDistribution() diag.List {
 		ds.Errorf("RW133", d.ByPos, hint, "distribution.by %q is not a column of %s", d.By, f.Name())
 		return ds
 	}
-	for _, ix := range f.indexes {
-		if ix.Unique && !slices.Contains(ix.Columns, d.By) {
-			key, list := "unique index", "columns"
-			if ix.Primary {
-				key, list = "primary key", "primary_key"
-			}
-			ds.Errorf("RW133", ix.Pos, fmt.Sprintf("add %s to the key (%s: [%s])", d.By, list, strings.Join(append(slices.Clone(ix.Columns), d.By), ", ")),
-				"the %s (%s) does not include the distribution column %s: Citus enforces a unique key shard by shard, so it must hold it", key, strings.Join(ix.Columns, ", "), d.By)
-		}
-	}
-	return ds
+	return f.keysLacking("RW133", d.By, "the distribution column", "Citus enforces a unique key shard by shard, so it must hold it")
 }
 
 // distributeSQL makes the target, just created, a Citus table as

@@ -50,18 +50,28 @@ func (f *Flow) analyzePartitioning() diag.List {
 			}
 		}
 	}
-	for _, ix := range f.indexes {
-		if ix.Unique && !slices.Contains(ix.Columns, pt.By) {
-			key, list := "unique index", "columns"
-			if ix.Primary {
-				key, list = "primary key", "primary_key"
-			}
-			ds.Errorf("RW127", ix.Pos, fmt.Sprintf("add %s to the key (%s: [%s])", pt.By, list, strings.Join(append(slices.Clone(ix.Columns), pt.By), ", ")),
-				"the %s (%s) does not include the partition key %s: PostgreSQL requires a unique key of a partitioned table to include it", key, strings.Join(ix.Columns, ", "), pt.By)
-		}
-	}
+	ds = append(ds, f.keysLacking("RW127", pt.By, "the partition key", "PostgreSQL requires a unique key of a partitioned table to include it")...)
 	if !ds.HasErrors() {
 		f.partitioned = true
+	}
+	return ds
+}
+
+// keysLacking reports, under code, each unique key of f (its primary
+// key, its unique indexes) that does not hold col (what: what col is to
+// the table), and why it must.
+func (f *Flow) keysLacking(code, col, what, why string) diag.List {
+	var ds diag.List
+	for _, ix := range f.indexes {
+		if !ix.Unique || slices.Contains(ix.Columns, col) {
+			continue
+		}
+		key, list := "unique index", "columns"
+		if ix.Primary {
+			key, list = "primary key", "primary_key"
+		}
+		ds.Errorf(code, ix.Pos, fmt.Sprintf("add %s to the key (%s: [%s])", col, list, strings.Join(append(slices.Clone(ix.Columns), col), ", ")),
+			"the %s (%s) does not include %s %s: %s", key, strings.Join(ix.Columns, ", "), what, col, why)
 	}
 	return ds
 }

@@ -51,16 +51,7 @@ func TestCitusDistributedSources(t *testing.T) {
 		t.Fatalf("first refresh: %s %v", res.Action, res.Reasons)
 	}
 	same("after the first refresh")
-	for i := range 2 {
-		if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 || res.RowsInserted != 0 {
-			t.Errorf("refresh %d with nothing changed: %s %v %v, +%d rows; want nothing recomputed", i+2, res.Action, res.Reasons, res.Partitions, res.RowsInserted)
-		}
-	}
-	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 7)`)
-	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, []string{"2026-03-09"}) {
-		t.Errorf("after a late row: %s %v %v; want 2026-03-09 recomputed", res.Action, res.Reasons, res.Partitions)
-	}
-	same("after a late row")
+	quietThenLate(t, e, f, same)
 	e.exec(`UPDATE kd SET w = 10 WHERE k = 'a'`)
 	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionRecomputeWindow {
 		t.Errorf("after the reference dimension changed: %s %v; want the window recomputed", res.Action, res.Reasons)
@@ -95,16 +86,7 @@ func TestCitusDistributedTarget(t *testing.T) {
 			t.Errorf("%s: the target differs from the query's rows: %v", when, diff)
 		}
 	}
-	for i := range 2 {
-		if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 || res.RowsInserted != 0 {
-			t.Errorf("refresh %d with nothing changed: %s %v %v, +%d rows; want nothing recomputed", i+1, res.Action, res.Reasons, res.Partitions, res.RowsInserted)
-		}
-	}
-	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 7)`)
-	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, []string{"2026-03-09"}) {
-		t.Errorf("after a late row: %s %v %v; want 2026-03-09 recomputed", res.Action, res.Reasons, res.Partitions)
-	}
-	same("after a late row")
+	quietThenLate(t, e, f, same)
 	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 {
 		t.Errorf("nothing changed after the late row's refresh: %s %v %v", res.Action, res.Reasons, res.Partitions)
 	}
@@ -262,4 +244,21 @@ func TestCitusWorkerRefused(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM run_command_on_workers($$SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'rwc'$$) WHERE result <> '0'`); n != 0 {
 		t.Errorf("rwc's state was created on %d worker(s)", n)
 	}
+}
+
+// quietThenLate checks that two refreshes with nothing changed recompute
+// and write nothing, and that one after a late row on 2026-03-09
+// recomputes that day only, the target then the query's rows (same).
+func quietThenLate(t *testing.T, e *env, f *flowT, same func(string)) {
+	t.Helper()
+	for i := range 2 {
+		if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 || res.RowsInserted != 0 {
+			t.Errorf("refresh %d with nothing changed: %s %v %v, +%d rows; want nothing recomputed", i+1, res.Action, res.Reasons, res.Partitions, res.RowsInserted)
+		}
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 7)`)
+	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || !slices.Equal(res.Partitions, []string{"2026-03-09"}) {
+		t.Errorf("after a late row: %s %v %v; want 2026-03-09 recomputed", res.Action, res.Reasons, res.Partitions)
+	}
+	same("after a late row")
 }

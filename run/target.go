@@ -43,7 +43,7 @@ func (r *Runner) ensureTarget(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	case oid != 0:
 		return nil
 	}
-	if err := r.ensureSchema(ctx, tx, f, s, citus); err != nil {
+	if err := r.ensureSchema(ctx, tx, s, citus); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.CreateTable); err != nil {
@@ -236,14 +236,12 @@ func (e *alterError) Unwrap() error { return e.err }
 // commits. The schema is there then, so that error is rolled back and
 // ignored.
 // ensureSchema creates the target's schema when it is missing. On Citus,
-// which propagates CREATE SCHEMA to the workers and refuses it in a
-// transaction that read a distributed table in parallel (as the refresh
-// has by now), an empty schema is created on a connection of its own.
-func (r *Runner) ensureSchema(ctx context.Context, tx *sql.Tx, f *compile.Flow, s compile.Statements, citus bool) error {
-	var missing bool
-	if err := tx.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NULL`, pq.QuoteIdentifier(f.Table.Pipeline.Schema)).Scan(&missing); err != nil || !missing {
-		return err
-	}
+// which propagates CREATE SCHEMA to the workers and refuses it (even IF
+// NOT EXISTS, the schema there) in a transaction that read a distributed
+// table in parallel, as the refresh has by now, the statement runs on a
+// connection of its own: the schema, empty, stays even if the refresh
+// then fails.
+func (r *Runner) ensureSchema(ctx context.Context, tx *sql.Tx, s compile.Statements, citus bool) error {
 	if citus {
 		_, err := r.db.ExecContext(ctx, s.CreateSchema)
 		return err
