@@ -14,15 +14,28 @@ import (
 // ("": it has one). Debian's packages have none; docs/citus.md says how to
 // get it.
 func CitusMissing() string {
-	out, err := exec.Command("pg_config", "--sharedir").Output()
+	share, err := shareDir()
 	if err != nil {
-		return "pg_config --sharedir: " + err.Error()
+		return err.Error()
 	}
-	control := filepath.Join(strings.TrimSpace(string(out)), "extension", "citus.control")
+	control := filepath.Join(share, "extension", "citus.control")
 	if _, err := os.Stat(control); err != nil {
 		return "the server has no citus extension (" + control + " is missing; see docs/citus.md)"
 	}
 	return ""
+}
+
+// shareDir is the server's share directory (extensions' control files):
+// pg_config's, or, without it, Debian's beside the server binaries.
+func shareDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--sharedir").Output(); err == nil {
+		return strings.TrimSpace(string(out)), nil
+	}
+	bin, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join("/usr/share/postgresql", filepath.Base(filepath.Dir(bin))), nil
 }
 
 // CitusSettings are a Citus node's settings on this machine, coordinator
