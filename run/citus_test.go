@@ -107,11 +107,7 @@ func TestCitusDistributedTarget(t *testing.T) {
 func TestCitusPlanIsWhatApplySends(t *testing.T) {
 	t.Parallel()
 	rwcBinary(t)
-	e := newCitusEnv(t)
-	// rwc apply runs on the machine's clock: rows around today.
-	e.exec(`CREATE TABLE ev (d date, k text, v integer);
-		INSERT INTO ev SELECT current_date - i, k, i FROM generate_series(0, 4) i, (VALUES ('a'), ('b')) k(k);
-		SELECT create_distributed_table('ev', 'k')`)
+	e := citusToday(t)
 	dir := writeSpecs(t, map[string]string{"p.yaml": dailySpec})
 	if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir); code != 0 {
 		t.Fatalf("rwc apply: exit %d:\n%s", code, out)
@@ -196,10 +192,7 @@ func TestCitusDistributionRefused(t *testing.T) {
 func TestCitusPlanDistributionKey(t *testing.T) {
 	t.Parallel()
 	rwcBinary(t)
-	e := newCitusEnv(t)
-	e.exec(`CREATE TABLE ev (d date, k text, v integer);
-		INSERT INTO ev SELECT current_date - i, k, i FROM generate_series(0, 4) i, (VALUES ('a'), ('b')) k(k);
-		SELECT create_distributed_table('ev', 'k')`)
+	e := citusToday(t)
 	spec := strings.Replace(dailySpec, "    query: |", "    primary_key: [d, k]\n    distribution: {by: k, colocate_with: ev}\n    query: |", 1)
 	dir := writeSpecs(t, map[string]string{"p.yaml": spec})
 	planExplainApply(t, e, dir)
@@ -261,4 +254,15 @@ func quietThenLate(t *testing.T, e *env, f *flowT, same func(string)) {
 		t.Errorf("after a late row: %s %v %v; want 2026-03-09 recomputed", res.Action, res.Reasons, res.Partitions)
 	}
 	same("after a late row")
+}
+
+// citusToday is a Citus test database whose ev, distributed by k, holds
+// rows for the five days to today: rwc apply runs on the machine's clock.
+func citusToday(t *testing.T) *env {
+	t.Helper()
+	e := newCitusEnv(t)
+	e.exec(`CREATE TABLE ev (d date, k text, v integer);
+		INSERT INTO ev SELECT current_date - i, k, i FROM generate_series(0, 4) i, (VALUES ('a'), ('b')) k(k);
+		SELECT create_distributed_table('ev', 'k')`)
+	return e
 }

@@ -725,8 +725,10 @@ func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 			set[b.N] = true
 			set[b.N-1] = true
 		}
+		// And either side: a run's statements on other connections (the
+		// probes beside the write) may shift its numbering by one.
 		if w.writesTarget(b.SQL) && b.SQL != prev {
-			set[b.N] = true
+			set[b.N-1], set[b.N], set[b.N+1] = true, true, true
 		}
 		// Each expectation's check, which runs after the write and
 		// before the commit.
