@@ -199,7 +199,7 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		Target:        f.Target(),
 		PredicateSQL:  where,
 		PredicateCEL:  p.Root.CEL(),
-		CreateSchema:  "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(t.Pipeline.Schema),
+		CreateSchema:  f.CreateSchemaSQL(),
 		CreateTable:   f.createTable(defs),
 		Distribute:    f.distributeSQL(),
 		CreateIndexes: f.CreateIndexes(),
@@ -216,6 +216,11 @@ func (f *Flow) Statements(p *predicate.Predicate, full bool, obs Observation) (S
 		s.CountLost = f.countLost(p.Columns, f.lossKey(p.Columns), src, where, obs)
 	}
 	return s, nil
+}
+
+// CreateSchemaSQL creates the target's schema, if it is not there.
+func (f *Flow) CreateSchemaSQL() string {
+	return "CREATE SCHEMA IF NOT EXISTS " + pq.QuoteIdentifier(f.Table.Pipeline.Schema)
 }
 
 // createTable is the target's CREATE TABLE, partitioned by range on its

@@ -122,3 +122,20 @@ func refuseCitusWorker(ctx context.Context, q queryer) error {
 	}
 	return refuse("this database is a Citus worker's (its group is not the coordinator's): rwc plans and applies on the coordinator, where its state and the flows' tables are; point --dsn at the coordinator's database (nothing was changed)")
 }
+
+// citusSchemaFirst creates, on Citus, the schema of a target about to be
+// created, before the refresh's transaction (conn, no transaction open):
+// Citus propagates CREATE SCHEMA to the workers and refuses it, even IF
+// NOT EXISTS of a schema that is there, in a transaction that has read a
+// distributed table in parallel, as the refresh's has by the time it
+// creates the target; and created on another connection meanwhile, the
+// schema would stay unseen by that transaction's catalog caches. The
+// schema, empty, stays if the refresh then fails.
+func citusSchemaFirst(ctx context.Context, conn *sql.Conn, f *compile.Flow) error {
+	var first bool
+	if err := conn.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL AND to_regclass($1) IS NULL`, f.Target()).Scan(&first); err != nil || !first {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, f.CreateSchemaSQL())
+	return err
+}

@@ -266,3 +266,68 @@ func citusToday(t *testing.T) *env {
 		SELECT create_distributed_table('ev', 'k')`)
 	return e
 }
+
+// The orders example on Citus: its fact distributed, its dimension a
+// reference table, its target distributed and co-located with the fact
+// (distribution:), its expectations on. A first refresh, late rows,
+// DML on the target, a dimension change, a backfill (--where) and a column
+// added each leave the target equal to the query's rows.
+func TestCitusOrdersExample(t *testing.T) {
+	t.Parallel()
+	e := newCitusEnv(t)
+	e.exec(`CREATE TABLE product_dim (product_id int PRIMARY KEY, product_name text NOT NULL);
+		INSERT INTO product_dim SELECT i, 'product ' || i FROM generate_series(1, 200) i;
+		CREATE TABLE orders_fct (order_id bigint PRIMARY KEY, date date NOT NULL, region text NOT NULL,
+			product_id int NOT NULL, qty int NOT NULL, price numeric(10,2) NOT NULL);
+		INSERT INTO orders_fct SELECT i, DATE '2026-03-10' - (i % 60), (ARRAY['emea','amer','apac','asia'])[1 + i % 4], 1 + (i * 7) % 200, 1 + i % 5, 5 + i % 90
+			FROM generate_series(1, 12000) i;
+		SELECT create_reference_table('product_dim'); SELECT create_distributed_table('orders_fct', 'order_id')`)
+	spec := strings.Replace(readText(t, "../pipelines/orders.yaml"), "    primary_key: [date, order_id]\n",
+		"    primary_key: [date, order_id]\n    distribution: {by: order_id, colocate_with: orders_fct}\n", 1)
+	f := flow(t, map[string]string{"orders.yaml": spec}, "orders_enriched")
+	same := func(when, cols string) {
+		t.Helper()
+		q := strings.ReplaceAll(`(SELECT COLS FROM analytics.orders_enriched WHERE date >= '2026-03-03' EXCEPT ALL
+				SELECT COLS FROM (SELECT o.order_id, o.date, o.region, p.product_name, o.qty, o.price FROM orders_fct o JOIN product_dim p ON o.product_id = p.product_id) q WHERE date >= '2026-03-03')
+			UNION ALL (SELECT COLS FROM (SELECT o.order_id, o.date, o.region, p.product_name, o.qty, o.price FROM orders_fct o JOIN product_dim p ON o.product_id = p.product_id) q WHERE date >= '2026-03-03'
+				EXCEPT ALL SELECT COLS FROM analytics.orders_enriched WHERE date >= '2026-03-03')`, "COLS", cols)
+		if diff := e.rows(q); len(diff) > 0 {
+			t.Errorf("%s: the target differs from the query's rows (%d rows): %v", when, len(diff), diff[:min(len(diff), 3)])
+		}
+	}
+	const cols = "order_id, date, region, product_name, qty, price"
+	step := func(when, dml string, want compile.Action) {
+		t.Helper()
+		if dml != "" {
+			e.exec(dml)
+		}
+		res := refresh(t, e.runner(now0), reqWindow(f))
+		if res.Action != want {
+			t.Errorf("%s: %s %v %v, want %s", when, res.Action, res.Reasons, res.Partitions, want)
+		}
+		same(when, cols)
+	}
+	step("first refresh", "", compile.ActionCreate)
+	step("nothing changed", "", compile.ActionIncremental)
+	step("late rows", `INSERT INTO orders_fct SELECT 100000 + i, DATE '2026-03-09', 'emea', 1, 1, 10 FROM generate_series(1, 50) i`, compile.ActionIncremental)
+	step("DML on the target", `UPDATE analytics.orders_enriched SET qty = 99 WHERE date = '2026-03-08'`, compile.ActionRecomputeWindow)
+	step("a dimension change", `UPDATE product_dim SET product_name = 'renamed' WHERE product_id = 7`, compile.ActionRecomputeWindow)
+	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "date >= date('2026-03-04') && date <= date('2026-03-05')")})
+	if res.Err != nil || res.RowsInserted == 0 {
+		t.Errorf("a backfill: %v, +%d", res.Err, res.RowsInserted)
+	}
+	same("after a backfill", cols)
+	added := strings.Replace(spec, "      price: numeric(10,2)\n", "      price: numeric(10,2)\n      product_id: integer\n", 1)
+	added = strings.Replace(added, "SELECT o.order_id, o.date, o.region, p.product_name, o.qty, o.price\n", "SELECT o.order_id, o.date, o.region, p.product_name, o.qty, o.price, o.product_id\n", 1)
+	f = flow(t, map[string]string{"orders.yaml": added}, "orders_enriched")
+	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Err != nil {
+		t.Fatalf("a column added: %v", res.Err)
+	}
+	same("after a column added", cols)
+	if n := e.count(`SELECT count(*) FROM analytics.orders_enriched WHERE date >= '2026-03-03' AND product_id IS NULL`); n != 0 {
+		t.Errorf("after a column added: %d rows of the window without it", n)
+	}
+	if e.value(`SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'analytics.orders_enriched'::regclass`) != "1" {
+		t.Error("the target is not distributed")
+	}
+}

@@ -34,6 +34,9 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		defer spare.release()
 	}
 	var err error
+	if err := citusSchemaFirst(ctx, conn, rt.f); err != nil {
+		return err
+	}
 	if rt.tx, err = r.begin(ctx, conn); err != nil {
 		return err
 	}

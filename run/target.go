@@ -235,16 +235,11 @@ func (e *alterError) Unwrap() error { return e.err }
 // second waits on pg_namespace's unique index and fails once the first
 // commits. The schema is there then, so that error is rolled back and
 // ignored.
-// ensureSchema creates the target's schema when it is missing. On Citus,
-// which propagates CREATE SCHEMA to the workers and refuses it (even IF
-// NOT EXISTS, the schema there) in a transaction that read a distributed
-// table in parallel, as the refresh has by now, the statement runs on a
-// connection of its own: the schema, empty, stays even if the refresh
-// then fails.
+// ensureSchema creates the target's schema when it is missing; on Citus,
+// citusSchemaFirst did, before the refresh's transaction.
 func (r *Runner) ensureSchema(ctx context.Context, tx *sql.Tx, s compile.Statements, citus bool) error {
 	if citus {
-		_, err := r.db.ExecContext(ctx, s.CreateSchema)
-		return err
+		return nil
 	}
 	return createSchema(ctx, tx, s.CreateSchema)
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // CitusMissing says why this machine's PostgreSQL has no citus extension
@@ -56,11 +57,34 @@ func CitusDatabase(ctx context.Context, nodes []*Cluster, name string) error {
 			return err
 		}
 	}
-	stmts := []string{fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", nodes[0].Port())}
-	for _, w := range nodes[1:] {
-		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", w.Port()))
+	if err := execIn(ctx, nodes[0].DSN(name), fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %d)", nodes[0].Port())); err != nil {
+		return err
 	}
-	return execIn(ctx, nodes[0].DSN(name), stmts...)
+	for _, w := range nodes[1:] {
+		if err := addNode(ctx, nodes[0].DSN(name), w.Port()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addNode adds the worker on port to the coordinator's database (dsn). A
+// worker busy with other databases' set-up now and then drops the
+// coordinator's first connection ("failure on connection marked as
+// essential"): it is tried a few times.
+func addNode(ctx context.Context, dsn string, port int) error {
+	var err error
+	for range 5 {
+		if err = execIn(ctx, dsn, fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %d)", port)); err == nil || !strings.Contains(err.Error(), "connection") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 func execIn(ctx context.Context, dsn string, stmts ...string) error {
