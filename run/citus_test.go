@@ -158,6 +158,58 @@ func TestCitusDistributionKey(t *testing.T) {
 	}
 }
 
+// Citus's alter_distributed_table (here a new shard count) builds the
+// target anew under its name, with a new table id: rwc adopts it when the
+// old table is gone and the new one holds the rows rwc left in the window,
+// and recomputes the window (the rows were rewritten); one that holds other
+// rows is refused, saying so, and nothing changes.
+func TestCitusAdoptsAlteredTarget(t *testing.T) {
+	t.Parallel()
+	e := newCitusEnv(t)
+	e.seedDaily()
+	e.exec(`SELECT create_distributed_table('ev', 'k')`)
+	spec := strings.Replace(dailySpec, "    query: |", "    distribution: {by: k, colocate_with: ev}\n    query: |", 1)
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	alter := func() string {
+		t.Helper()
+		before := e.oidOf("public.t")
+		e.exec(`SELECT alter_distributed_table('public.t', shard_count => 4, colocate_with => 'none')`)
+		if e.oidOf("public.t") == before {
+			t.Fatal("alter_distributed_table kept the table id: nothing to adopt")
+		}
+		return e.oidOf("public.t")
+	}
+	alter()
+	// The spec asks to co-locate with ev: say it no longer does.
+	spec = strings.Replace(spec, "{by: k, colocate_with: ev}", "{by: k}", 1)
+	f = flow(t, map[string]string{"p.yaml": spec}, "t")
+	e.exec(`DELETE FROM public.t WHERE d = '2026-03-10'`)
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "where rwc left") || !strings.Contains(res.Err.Error(), "p.yaml:") {
+		t.Fatalf("a recreated target without rwc's rows: %v", res.Err)
+	}
+	if n := e.count(`SELECT count(*) FROM public.t WHERE d = '2026-03-10'`); n != 0 {
+		t.Errorf("the refused refresh wrote %d rows", n)
+	}
+	e.exec(`INSERT INTO public.t SELECT d, k, v FROM ev WHERE d = '2026-03-10'`)
+	now := e.oidOf("public.t")
+	res = refresh(t, e.runner(now0), reqWindow(f))
+	if res.Action != compile.ActionRecomputeWindow {
+		t.Errorf("the first refresh after adoption: %s %v; want the window recomputed", res.Action, res.Reasons)
+	}
+	if got := e.value(`SELECT target_oid::text FROM rwc.flows WHERE flow = 't'`); got != now {
+		t.Errorf("rwc.flows records table id %s, want %s", got, now)
+	}
+	if n := e.count(`SELECT count(*) FROM ((SELECT d, k, v FROM public.t EXCEPT ALL SELECT d, k, v FROM ev WHERE d >= '2026-03-08')
+		UNION ALL (SELECT d, k, v FROM ev WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, v FROM public.t)) x`); n != 0 {
+		t.Errorf("%d rows differ from the query's", n)
+	}
+	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Action != compile.ActionIncremental || len(res.Partitions) != 0 {
+		t.Errorf("nothing changed since: %s %v %v", res.Action, res.Reasons, res.Partitions)
+	}
+}
+
 // A target that exists as a local table, or a database without Citus:
 // distribution: is refused before anything changes, saying how.
 func TestCitusDistributionRefused(t *testing.T) {

@@ -105,28 +105,24 @@ func partitioningAgrees(f *compile.Flow, obs compile.Observation) error {
 // premake creates a partitioned target's missing partitions: those for
 // the window and what the refresh writes (Statements.Premake), then those
 // its rows after them need (Statements.Overflow), looked up in the catalog
-// as it is by then.
-func premake(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) error {
+// as it is by then. made says whether it created any.
+func premake(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements) (made bool, err error) {
 	if err := execAll(ctx, tx, f, stmts.Premake); err != nil || stmts.Overflow == "" {
-		return err
+		return len(stmts.Premake) > 0, err
 	}
 	values, err := textValues(ctx, tx, f, stmts.Overflow)
 	if err != nil || len(values) == 0 {
-		return err
+		return len(stmts.Premake) > 0, err
 	}
-	var now compile.Observation
-	var oid uint32
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
-		return err
-	}
-	if err := observePartitions(ctx, tx, oid, &now); err != nil {
-		return err
+	now, err := partitionsNow(ctx, tx, f)
+	if err != nil {
+		return true, err
 	}
 	more, err := f.PremakeFor(values, now)
 	if err != nil {
-		return err
+		return true, err
 	}
-	return execAll(ctx, tx, f, more)
+	return len(stmts.Premake)+len(more) > 0, execAll(ctx, tx, f, more)
 }
 
 func execAll(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts []string) error {

@@ -340,7 +340,10 @@ func TestPlanIsWhatApplySendsPartitioned(t *testing.T) {
 					swaps++
 				}
 			}
-			if swaps != tc.swaps || !slices.Contains(fp.SQL, `LOCK TABLE "public"."t" IN ACCESS EXCLUSIVE MODE`) {
+			locked := slices.ContainsFunc(fp.SQL, func(s string) bool {
+				return strings.HasPrefix(s, `LOCK TABLE ONLY "public"."t", ONLY "public"."t_p2026`) && strings.HasSuffix(s, " IN ACCESS EXCLUSIVE MODE")
+			})
+			if swaps != tc.swaps || !locked {
 				t.Errorf("the plan swaps %d partitions, want %d, under the lock:\n%s", swaps, tc.swaps, strings.Join(fp.SQL, "\n"))
 			}
 			_, explained := runRWC(t, e.dsn, "refresh", "t", "--explain", "--specs", dir)
@@ -442,6 +445,28 @@ func TestPartitionReadersSeeWholeWindows(t *testing.T) {
 		t.Fatalf("only %d reads during 15 refreshes", n)
 	}
 	t.Logf("%d reads, the longest %s", n, longest)
+}
+
+// A long reader of a partition the swap does not replace (history, read
+// by its own name) neither waits for the swap nor stalls it: the swap
+// locks the parent and the partitions it replaces only (LOCK TABLE
+// ONLY), not every partition of the target. Locking them all, the swap
+// waited for this reader until the lock timeout, and failed.
+func TestPartitionSwapLocksOnlyWhatItReplaces(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	next := now0.Add(24 * time.Hour)
+	refresh(t, e.runner(next), reqWindow(f)) // 2026-03-08 leaves the window
+	_, release := lockHolder(t, e, `SELECT count(*) FROM t_p20260308`)
+	defer release()
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	r := run.New(e.db, run.Options{Now: func() time.Time { return next }, LockTimeout: 300 * time.Millisecond})
+	res := refresh(t, r, reqWindow(f))
+	if len(res.Swapped) != 1 || res.Swapped[0] != "2026-03-10" {
+		t.Fatalf("swapped %v, want [2026-03-10]", res.Swapped)
+	}
 }
 
 // What a REPEATABLE READ reader sees: one that read the target before a

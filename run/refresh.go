@@ -147,6 +147,8 @@ type Result struct {
 	// swapped: rows deleted by swapping their partitions out (no dead
 	// rows); staged: rows inserted into staging tables, by the last write.
 	swapped, staged int64
+	// madePartitions: the refresh created partitions of the target.
+	madePartitions bool
 }
 
 // flowState is a flow's row in rwc.flows.
@@ -295,6 +297,7 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 		res.RowsDeleted += w.deleted - direct
 		res.RowsInserted = w.inserted
 		res.swapped, res.staged = res.swapped+w.swapped, w.staged
+		res.madePartitions = res.madePartitions || w.made
 		*stmts = whole
 	}
 	res.Action, res.Reasons, res.Partitions = final.Action, final.Reasons, final.Partitions
@@ -335,7 +338,8 @@ type queryer interface {
 // rows they will remove count as deleted, swapped the rows to leave no
 // dead rows behind.
 func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
-	if err := premake(ctx, tx, f, stmts); err != nil {
+	made, err := premake(ctx, tx, f, stmts)
+	if err != nil {
 		return written{}, err
 	}
 	if stmts.Delete != "" {
@@ -354,13 +358,17 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		inserted = n
 	}
 	old, staged, err := stage(ctx, tx, f, stmts, counts)
-	return written{deleted: deleted + old, inserted: inserted + staged, swapped: old, staged: staged}, err
+	return written{deleted: deleted + old, inserted: inserted + staged, swapped: old, staged: staged, made: made}, err
 }
 
 // written is what a write did: the rows it deleted (swapped among them:
 // those in the partitions it swaps out, which leave no dead rows) and
-// inserted (staged among them: those in staging tables).
-type written struct{ deleted, inserted, swapped, staged int64 }
+// inserted (staged among them: those in staging tables), and whether it
+// created partitions.
+type written struct {
+	deleted, inserted, swapped, staged int64
+	made                               bool
+}
 
 // insertRows runs an INSERT of the query's rows (into the target, or a
 // staging table) and returns how many it inserted; perPartition: it

@@ -191,6 +191,9 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
 	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
+	if err := adoptRecreated(ctx, rt.tx, f, &rt.st, rt.oid, rt.obs, rt.r.opts.Log); err != nil {
+		return err
+	}
 	if err := adoptable(f, rt.st, rt.oid); err != nil {
 		return err
 	}
@@ -285,7 +288,7 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.RowsDeleted, res.RowsInserted, res.swapped, res.staged = w.deleted, w.inserted, w.swapped, w.staged
+	res.RowsDeleted, res.RowsInserted, res.swapped, res.staged, res.madePartitions = w.deleted, w.inserted, w.swapped, w.staged, w.made
 	if rt.dec.Await != compile.AwaitNothing {
 		if rt.dec, err = rt.r.decideAfterWrite(ctx, rt.tx, rt.c, rt.pre, rt.dec, &rt.stmts, rt.resolved, rt.obs, res); err != nil {
 			return err
@@ -339,12 +342,19 @@ func (rt *refreshTx) swap(ctx context.Context) (time.Time, error) {
 // epochsAfter stores what the triggers vouch for (storeEpochs), or, when a
 // swap follows, names the target's partitions to store it of (those the
 // refresh left, premade ones included: a swap keeps their names), which
-// swap stores after it, a short statement under its lock.
+// swap stores after it, a short statement under its lock. They are those
+// observed when the refresh began, unless it created some: the catalog is
+// read again only then (a partitions' query of a year's daily partitions
+// is about 1.5 ms). A partition someone else attached meanwhile is not in
+// the epoch, which the next refresh then finds changed, and probes.
 func (rt *refreshTx) epochsAfter(ctx context.Context) error {
 	if rt.f.Partitioned() {
-		obs, err := partitionsNow(ctx, rt.tx, rt.f)
-		if err != nil {
-			return err
+		obs := rt.obs
+		if rt.res.madePartitions {
+			var err error
+			if obs, err = partitionsNow(ctx, rt.tx, rt.f); err != nil {
+				return err
+			}
 		}
 		rt.partsAfter = rt.f.WindowPartitions(rt.window, obs)
 	}

@@ -107,6 +107,12 @@ func NewConnector(dsn string, extra ...Setting) (driver.Connector, error) {
 	if cfg.ApplicationName == "" {
 		cfg.ApplicationName = ApplicationName
 	}
+	// A statement with parameters in one round trip (Parse, Bind and
+	// Execute sent together) rather than two: lib/pq otherwise waits for
+	// the parameters' types first. About 25 such statements run in a
+	// refresh's transaction. Only a []byte argument is sent as binary;
+	// rwc passes text (JSON as string, arrays through pq.Array).
+	cfg.BinaryParameters = true
 	c, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, err
