@@ -141,64 +141,61 @@ func citusSchemaFirst(ctx context.Context, conn *sql.Conn, f *compile.Flow) erro
 	return err
 }
 
-// adoptRecreated adopts a target that Citus gave a new table id: its
-// alter_distributed_table (a new shard count, distribution column or
+// adoptRecreated adopts a target that Citus gave a new table id (oid):
+// its alter_distributed_table (a new shard count, distribution column or
 // co-location) and undistribute_table build a new table under the same
 // name, copy the rows into it and drop the old one. rwc adopts it only
 // when it can verify that: the database has Citus, the table rwc recorded
 // is gone, and the new one holds, within the window its fingerprints were
-// stored for, exactly the rows rwc left there. The fingerprints themselves
-// no longer match (the rows were rewritten), so the refresh recomputes the
-// window. Anything else is the refusal of adoptable.
-func adoptRecreated(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, oid uint32, obs compile.Observation, log io.Writer) error {
-	if !obs.Citus || oid == 0 || !st.Found || oid == st.targetOID {
-		return nil
+// stored for, exactly as many rows as rwc left there. The fingerprints
+// themselves no longer match (the rows were rewritten), so the refresh
+// recomputes the window. adopted is false when it is not such a table
+// (adoptable refuses it); a count that differs is refused here, with both.
+func adoptRecreated(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, oid uint32, obs compile.Observation, log io.Writer) (adopted bool, err error) {
+	if !obs.Citus {
+		return false, nil
 	}
 	var gone bool
 	if err := tx.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = $1)`, st.targetOID).Scan(&gone); err != nil || !gone {
-		return err
+		return false, err
 	}
-	left, found, err := windowRows(ctx, tx, f, st, obs)
-	if err != nil || !found {
-		return err
-	}
-	if left.stored != left.now {
-		return refuse("table %s has a new table id and holds %d rows in the window where rwc left %d (%s): rwc refuses to adopt it; if Citus recreated it (alter_distributed_table), put the rows back, or drop it and rwc will create and fill it",
-			f.Target(), left.now, left.stored, f.Table.Pos)
+	left, now, ok, err := windowRows(ctx, tx, f, st, obs)
+	switch {
+	case err != nil || !ok:
+		return false, err
+	case left != now:
+		return false, refuse("table %s has a new table id and holds %d rows in the window where rwc left %d (%s): rwc refuses to adopt it; if Citus recreated it (alter_distributed_table), put the rows back, or drop it and rwc will create and fill it",
+			f.Target(), now, left, f.Table.Pos)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET target_oid = $2 WHERE flow = $1`, f.Name(), oid); err != nil {
-		return err
+		return false, err
 	}
 	fmt.Fprintf(log, "%s: %s has a new table id (%d, was %d), as Citus's alter_distributed_table leaves it, and holds the %d rows rwc left in its window: adopted; its window is recomputed\n",
-		f.Name(), f.Target(), oid, st.targetOID, left.now)
+		f.Name(), f.Target(), oid, st.targetOID, now)
 	st.targetOID = oid
-	return nil
+	return true, nil
 }
 
-// rowsLeft is the rows in the target's stored window: as rwc left them
-// (the stored fingerprints' count) and now.
-type rowsLeft struct{ stored, now int64 }
-
-// windowRows counts the target's rows in the window its fingerprints
-// were stored for, and what they stored; found is false when none were.
-func windowRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, obs compile.Observation) (rowsLeft, bool, error) {
+// windowRows counts the target's rows in the window its fingerprints were
+// stored for (now) and those the fingerprints count (left); ok is false
+// when none were stored.
+func windowRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, obs compile.Observation) (left, now int64, ok bool, err error) {
 	prior, ok := f.StoredWindow(st.FlowState)
 	if !ok {
-		return rowsLeft{}, false, nil
+		return 0, 0, false, nil
 	}
 	stored, err := loadFingerprints(ctx, tx, f.Name())
 	if err != nil || !stored.taken {
-		return rowsLeft{}, false, err
+		return 0, 0, false, err
 	}
 	rows, err := probeTarget(ctx, tx, f, prior, stored, prior, obs)
 	if err != nil {
-		return rowsLeft{}, false, err
+		return 0, 0, false, err
 	}
-	left := rowsLeft{stored: stored.targetRows()}
 	for _, r := range rows {
 		if r.inWindow {
-			left.now += r.n
+			now += r.n
 		}
 	}
-	return left, true, nil
+	return stored.targetRows(), now, true, nil
 }

@@ -171,16 +171,12 @@ func TestCitusAdoptsAlteredTarget(t *testing.T) {
 	spec := strings.Replace(dailySpec, "    query: |", "    distribution: {by: k, colocate_with: ev}\n    query: |", 1)
 	f := flow(t, map[string]string{"p.yaml": spec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
-	alter := func() string {
-		t.Helper()
-		before := e.oidOf("public.t")
-		e.exec(`SELECT alter_distributed_table('public.t', shard_count => 4, colocate_with => 'none')`)
-		if e.oidOf("public.t") == before {
-			t.Fatal("alter_distributed_table kept the table id: nothing to adopt")
-		}
-		return e.oidOf("public.t")
+	before := e.oidOf("public.t")
+	e.exec(`SELECT alter_distributed_table('public.t', shard_count => 4, colocate_with => 'none')`)
+	now := e.oidOf("public.t")
+	if now == before {
+		t.Fatal("alter_distributed_table kept the table id: nothing to adopt")
 	}
-	alter()
 	// The spec asks to co-locate with ev: say it no longer does.
 	spec = strings.Replace(spec, "{by: k, colocate_with: ev}", "{by: k}", 1)
 	f = flow(t, map[string]string{"p.yaml": spec}, "t")
@@ -193,7 +189,6 @@ func TestCitusAdoptsAlteredTarget(t *testing.T) {
 		t.Errorf("the refused refresh wrote %d rows", n)
 	}
 	e.exec(`INSERT INTO public.t SELECT d, k, v FROM ev WHERE d = '2026-03-10'`)
-	now := e.oidOf("public.t")
 	res = refresh(t, e.runner(now0), reqWindow(f))
 	if res.Action != compile.ActionRecomputeWindow {
 		t.Errorf("the first refresh after adoption: %s %v; want the window recomputed", res.Action, res.Reasons)
