@@ -11,6 +11,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -256,6 +257,12 @@ type Swap struct {
 	// Load inserts the partition's rows: the query, its predicate pushed
 	// down for the partition's range, so that each source reads that range.
 	Load string
+	// Value, when the range holds one value of the flow's partition column
+	// (a day's partition of a date column) and the refresh counts its
+	// rows per value: that value, as the column prints it. Load then
+	// inserts without RETURNING and its command tag is the count; returning
+	// 9,000 rows to count them cost a third of the load.
+	Value string
 	// Prepare builds the target's indexes on the loaded rows (ATTACH
 	// attaches them rather than building its own under the lock), and
 	// gives it rwc's trigger (partitionTriggers).
@@ -290,10 +297,14 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 	if err != nil {
 		return Swap{}, err
 	}
-	if perPartition {
+	value := ""
+	switch {
+	case perPartition && f.oneValue(r):
+		value = r.from.String()
+	case perPartition:
 		load = f.perPartition(load)
 	}
-	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage, Load: load,
+	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage, Load: load, Value: value,
 		Build: fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS, CONSTRAINT %s CHECK (%s))", stage, f.Target(),
 			pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)),
 	}
@@ -311,6 +322,14 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", stage, pq.QuoteIdentifier(canonical)),
 	}, renames...)
 	return s, nil
+}
+
+// oneValue reports whether every row of r's partition holds the same
+// value of the flow's partition column: it is the partitioning column, a
+// date, and r is one day (the staging table's CHECK admits no NULL).
+func (f *Flow) oneValue(r dateRange) bool {
+	c := f.Table.Column(f.Table.Partitioning.By)
+	return f.PartitionBy == f.Table.Partitioning.By && c != nil && c.Type.Family == pgtype.Date && r.to == r.from+1
 }
 
 // swapLockSQL locks the parent and the partitions the swaps replace, and
