@@ -337,11 +337,18 @@ func (f *Flow) oneValue(r dateRange) bool {
 // and one reading a partition directly waits only when it is one the swap
 // drops. Locking the parent with its every partition (LOCK TABLE without
 // ONLY) took a lock for each of a year's 365 daily partitions, and held
-// them all to the commit, for nothing.
-func swapLockSQL(parent string, swaps []Swap) string {
+// them all to the commit, for nothing. A DEFAULT partition is locked
+// too: ATTACH scans it for rows of the new range, under ACCESS EXCLUSIVE;
+// waiting for that lock there, after the lock step, would hold the parent
+// from every reader for up to the lock timeout, where the lock step's
+// attempts give the parent back between tries.
+func swapLockSQL(parent string, swaps []Swap, def string) string {
 	names := []string{"ONLY " + parent}
 	for _, sw := range swaps {
 		names = append(names, "ONLY "+sw.Partition)
+	}
+	if def != "" {
+		names = append(names, "ONLY "+def)
 	}
 	return "LOCK TABLE " + strings.Join(names, ", ") + " IN ACCESS EXCLUSIVE MODE"
 }
@@ -445,7 +452,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	if len(swapped) == 0 {
 		return s, nil
 	}
-	s.Lock = swapLockSQL(f.Target(), s.Swaps)
+	s.Lock = swapLockSQL(f.Target(), s.Swaps, obs.DefaultPartition)
 	covered := f.rangesCEL(swapped)
 	union, issues := f.CompilePredicate(covered)
 	if len(issues) > 0 {

@@ -158,6 +158,9 @@ type Observation struct {
 	// UnreadBounds: a partition's bound is not a date range rwc reads (a
 	// DEFAULT partition), and is not in Partitions.
 	UnreadBounds bool `json:",omitempty"`
+	// DefaultPartition is the target's DEFAULT partition, quoted ("":
+	// none).
+	DefaultPartition string `json:",omitempty"`
 	// TargetTriggers: the partitioned target carries rwc's statement
 	// trigger (it captures by triggers), so the partitions rwc creates
 	// get theirs (see Flow.partitionTriggers).

@@ -24,23 +24,34 @@ func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.
 	if oid == 0 {
 		return nil
 	}
-	var parts []string
-	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce((SELECT array_agg(p.relname || ' ' || pg_get_expr(p.relpartbound, 0) ORDER BY p.relname)
-			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid), '{}'),
+	var names, bounds []string
+	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce(ps.names, '{}'), coalesce(ps.bounds, '{}'),
 		EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = $2)
-		FROM pg_class c WHERE c.oid = $1`, oid, compile.CaptureTrigger).Scan(&obs.Partitioned, pq.Array(&parts), &obs.TargetTriggers)
+		FROM pg_class c LEFT JOIN LATERAL (SELECT array_agg(p.relname ORDER BY p.relname) AS names, array_agg(pg_get_expr(p.relpartbound, 0) ORDER BY p.relname) AS bounds
+			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid) ps ON true
+		WHERE c.oid = $1`, oid, compile.CaptureTrigger).Scan(&obs.Partitioned, pq.Array(&names), pq.Array(&bounds), &obs.TargetTriggers)
 	if err != nil {
 		return err
 	}
-	for _, p := range parts {
-		name, bound, _ := strings.Cut(p, " ")
+	def := ""
+	for i, name := range names {
+		bound := bounds[i]
 		if b, ok := parseBound(name, bound); ok {
 			obs.Partitions = append(obs.Partitions, b)
 		} else {
+			if bound == "DEFAULT" {
+				def = name
+			}
 			obs.UnreadBounds = true
 		}
 	}
-	return nil
+	if def == "" {
+		return nil
+	}
+	// Rare, and perhaps in a schema of its own: its name is read apart.
+	return q.QueryRowContext(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(p.relname)
+		FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_namespace n ON n.oid = p.relnamespace
+		WHERE i.inhparent = $1 AND p.relname = $2 AND pg_get_expr(p.relpartbound, 0) = 'DEFAULT'`, oid, def).Scan(&obs.DefaultPartition)
 }
 
 // partitionsNow observes f's target's partitions in tx, as they are now.

@@ -469,6 +469,37 @@ func TestPartitionSwapLocksOnlyWhatItReplaces(t *testing.T) {
 	}
 }
 
+// A DEFAULT partition is in the swap's lock step: ATTACH scans it under
+// ACCESS EXCLUSIVE, and a reader of it would otherwise make the ATTACH
+// wait with the parent held from every reader, for up to the lock timeout;
+// the lock step's attempts give the parent back between tries.
+func TestPartitionSwapLocksTheDefaultPartition(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`CREATE SCHEMA aside; CREATE TABLE aside."t rest" PARTITION OF t DEFAULT`)
+	_, release := lockHolder(t, e, `SELECT count(*) FROM aside."t rest"`)
+	defer release()
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 5 * time.Second})
+	done := make(chan run.Result, 1)
+	go func() { done <- r.Refresh(context.Background(), reqWindow(f)) }()
+	var waiting string
+	for i := 0; i < 200 && waiting == ""; i++ {
+		time.Sleep(20 * time.Millisecond)
+		e.db.QueryRow(`SELECT coalesce(max(left(query, 40)), '') FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND (query LIKE 'LOCK TABLE%' OR query LIKE '%ATTACH PARTITION%')`).Scan(&waiting)
+	}
+	release()
+	if res := <-done; res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if !strings.HasPrefix(waiting, "LOCK TABLE ONLY") {
+		t.Errorf("the swap waited for the DEFAULT partition in %q, want in its lock step (LOCK TABLE ONLY …)", waiting)
+	}
+}
+
 // What a REPEATABLE READ reader sees: one that read the target before a
 // swap keeps its rows (the swap waits for it, in attempts, until the lock
 // timeout); one whose snapshot is older than the swap but that reads the
