@@ -177,6 +177,9 @@ func TestCitusAdoptsAlteredTarget(t *testing.T) {
 	if now == before {
 		t.Fatal("alter_distributed_table kept the table id: nothing to adopt")
 	}
+	if rep := stateReport(t, e, "check", 2); !hasFinding(rep, "target_recreated", "flow t") || hasFinding(rep, "target_replaced", "flow t") {
+		t.Errorf("rwc state check after alter_distributed_table: %+v", rep)
+	}
 	// The spec asks to co-locate with ev: say it no longer does.
 	spec = strings.Replace(spec, "{by: k, colocate_with: ev}", "{by: k}", 1)
 	f = flow(t, map[string]string{"p.yaml": spec}, "t")

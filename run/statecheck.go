@@ -44,8 +44,8 @@ type StateReport struct {
 // StateFinding is one thing wrong with the state.
 type StateFinding struct {
 	// Code: missing_table, missing_column, wrong_column, missing_key,
-	// schema_version, flow_row_missing, not_adoptable, target_missing or
-	// target_replaced.
+	// schema_version, flow_row_missing, not_adoptable, target_missing,
+	// target_replaced or target_recreated.
 	Code    string `json:"code"`
 	Object  string `json:"object"`         // rwc.events, rwc.flows.target_oid, flow NAME
 	Flow    string `json:"flow,omitempty"` // the flow a finding is about
@@ -98,6 +98,9 @@ type inspection struct {
 type flowRow struct {
 	schema, table string
 	oid, current  uint32
+	// recreated: a Citus table took the target's name, and the table rwc
+	// made is gone, as alter_distributed_table leaves them (adoptRecreated).
+	recreated bool
 }
 
 // targetRecord is the latest record of a flow's target in the event log
@@ -116,6 +119,27 @@ type deployedTarget struct {
 	deployment    int64
 	schema, table string
 	current       uint32
+}
+
+// citusRecreated marks the flows whose target Citus built anew (see
+// flowRow.recreated), on a database with Citus.
+func (in *inspection) citusRecreated(ctx context.Context, q queryer) error {
+	var citus bool
+	if err := q.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&citus); err != nil || !citus {
+		return err
+	}
+	for n, f := range in.flows {
+		if f.current == 0 || f.current == f.oid {
+			continue
+		}
+		err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = $1::oid)
+			AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = $2::oid)`, f.current, f.oid).Scan(&f.recreated)
+		if err != nil {
+			return err
+		}
+		in.flows[n] = f
+	}
+	return nil
 }
 
 func (t flowRow) name() string { return displayName(t.schema, t.table) }
@@ -205,6 +229,9 @@ func inspect(ctx context.Context, q querier) (*inspection, error) {
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if err := in.citusRecreated(ctx, q); err != nil {
 			return nil, err
 		}
 	}
@@ -418,6 +445,10 @@ func (in *inspection) flowFindings(rep *StateReport) {
 			rep.Findings = append(rep.Findings, StateFinding{Code: "target_missing", Object: "flow " + n, Flow: n,
 				Message: fmt.Sprintf("the target %s of flow %s is gone (dropped outside rwc)", f.name(), n),
 				Action:  "rwc apply creates it again and fills its window (rows outside the window went with the table); if the flow left the specs, rwc apply --drop-removed forgets it"})
+		case f.recreated:
+			rep.Findings = append(rep.Findings, StateFinding{Code: "target_recreated", Object: "flow " + n, Flow: n,
+				Message: fmt.Sprintf("the table %s has a new table id (oid %d; rwc.flows records %d, a table now gone) and is a Citus table, as Citus's alter_distributed_table leaves a table it rebuilt", f.name(), f.current, f.oid),
+				Action:  "rwc apply adopts it at the flow's next refresh if its window holds the rows rwc left there, and refuses it, saying so, if not (docs/citus.md); if it was not Citus that rebuilt it: drop it, and rwc apply creates and fills the target"})
 		case f.current != f.oid:
 			rep.Findings = append(rep.Findings, StateFinding{Code: "target_replaced", Object: "flow " + n, Flow: n,
 				Message: fmt.Sprintf("the table %s is not the target rwc created for flow %s (oid %d; rwc.flows records %d): it was dropped and created again outside rwc, and rwc refuses to refresh it", f.name(), n, f.current, f.oid),
