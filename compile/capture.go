@@ -2,9 +2,12 @@ package compile
 
 import (
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/lib/pq"
 
+	"github.com/rwc-dev/rwc/spec/pgtype"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -154,12 +157,38 @@ func (f *Flow) Writes(d Decision, resolved *predicate.Predicate, full bool, obs 
 		// A distributed target's write is fingerprinted after it instead
 		// (its rows' xmin are the workers'): RETURNING would ship every
 		// row inserted back to the coordinator, to be counted.
-		if err == nil && s.Insert != "" && !f.TargetDistributed(obs) {
+		switch {
+		case err != nil || s.Insert == "" || f.TargetDistributed(obs):
+		case len(d.Partitions) == 1 && f.valueText(d.Partitions[0]) != "":
+			s.Value = f.valueText(d.Partitions[0])
+		default:
 			s.Insert, s.PerPartition = f.perPartition(s.Insert), true
 		}
 		return s, err
 	}
 	return f.Statements(resolved, full, obs)
+}
+
+// valueText is partition value v as (column)::text prints it (DateStyle
+// ISO), which is how RETURNING would count it; "" when v does not parse.
+// A narrowed write of one value selects only that value's rows (Narrow), so
+// its command tag counts them.
+func (f *Flow) valueText(v string) string {
+	switch f.Table.Column(f.PartitionBy).Type.Family {
+	case pgtype.Date:
+		if d, err := predicate.ParseDate(v); err == nil {
+			return d.String()
+		}
+	case pgtype.Int:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+	default:
+		if utf8.ValidString(v) {
+			return v
+		}
+	}
+	return ""
 }
 
 // perPartition makes an incremental write's INSERT return, for each

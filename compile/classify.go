@@ -49,6 +49,9 @@ const (
 	ActionSkipped Action = "skipped"
 	// ActionFailed: the event of a refresh that failed before it decided.
 	ActionFailed Action = "failed"
+	// ActionRefused: a plan's flow whose refresh rwc apply refuses before
+	// it changes anything (FlowPlan.Refused says why).
+	ActionRefused Action = "refused"
 )
 
 // StoredColumn is a target column as the state recorded it.
@@ -60,7 +63,11 @@ type StoredColumn struct {
 // FlowState is what rwc's state knows of a flow: the target as created or
 // last evolved, and the last window refresh.
 type FlowState struct {
-	Found            bool
+	Found bool
+	// TargetOID is the table id rwc.flows records for the target;
+	// TargetGone: no table has it any more.
+	TargetOID        uint32
+	TargetGone       bool
 	Columns          []StoredColumn
 	QueryFingerprint string
 	// PredicateCEL is the resolved window of the last refresh ("" if none

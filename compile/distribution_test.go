@@ -8,28 +8,32 @@ import (
 // An incremental write into a target Citus distributes inserts without
 // RETURNING (which would ship every inserted row back to the coordinator,
 // to be counted): its partitions are fingerprinted after the write
-// instead. Into a local target, it returns the rows per partition.
+// instead. Into a local target, it returns the rows per partition, unless
+// it writes one partition value: its command tag counts that one.
 func TestDistributedIncrementalInsert(t *testing.T) {
 	f := indexFlow(t, "")
-	narrowed, issues := f.CompilePredicate("d == date('2026-03-09')")
-	if len(issues) > 0 {
-		t.Fatal(issues)
-	}
-	dec := Decision{Action: ActionIncremental, Narrowed: narrowed, Partitions: []string{"2026-03-09"}}
 	for _, c := range []struct {
-		name      string
-		obs       Observation
-		returning bool
+		name, narrowed string
+		values         []string
+		obs            Observation
+		returning      bool
+		value          string
 	}{
-		{"local", Observation{}, true},
-		{"distributed", Observation{Citus: true, Distributed: []string{f.Target()}}, false},
+		{"local, one day", "d == date('2026-03-09')", []string{"2026-03-09"}, Observation{}, false, "2026-03-09"},
+		{"local, two days", "d in [date('2026-03-09'), date('2026-03-10')]", []string{"2026-03-09", "2026-03-10"}, Observation{}, true, ""},
+		{"distributed", "d == date('2026-03-09')", []string{"2026-03-09"}, Observation{Citus: true, Distributed: []string{f.Target()}}, false, ""},
 	} {
+		narrowed, issues := f.CompilePredicate(c.narrowed)
+		if len(issues) > 0 {
+			t.Fatal(issues)
+		}
+		dec := Decision{Action: ActionIncremental, Narrowed: narrowed, Partitions: c.values}
 		s, err := f.Writes(dec, narrowed, false, c.obs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(s.Insert, "RETURNING"); got != c.returning || s.PerPartition != c.returning {
-			t.Errorf("%s: RETURNING %v, PerPartition %v, want %v:\n%s", c.name, got, s.PerPartition, c.returning, s.Insert)
+		if got := strings.Contains(s.Insert, "RETURNING"); got != c.returning || s.PerPartition != c.returning || s.Value != c.value {
+			t.Errorf("%s: RETURNING %v, PerPartition %v, Value %q; want %v, %q:\n%s", c.name, got, s.PerPartition, s.Value, c.returning, c.value, s.Insert)
 		}
 	}
 }

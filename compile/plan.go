@@ -57,12 +57,15 @@ type Rev struct {
 type FlowPlan struct {
 	// diags are what planning the flow found wrong (a source missing from
 	// the database), for the plan's Diagnostics.
-	diags        diag.List
-	Flow         string            `json:"flow"`
-	Pipeline     string            `json:"pipeline"`
-	Target       string            `json:"target"`
-	Action       Action            `json:"action"`
-	Reasons      []Reason          `json:"reasons"`
+	diags    diag.List
+	Flow     string   `json:"flow"`
+	Pipeline string   `json:"pipeline"`
+	Target   string   `json:"target"`
+	Action   Action   `json:"action"`
+	Reasons  []Reason `json:"reasons"`
+	// Refused is why rwc apply refuses the flow's refresh, changing
+	// nothing, in its words (action refused).
+	Refused      string            `json:"refused,omitempty"`
 	Changes      Changes           `json:"changes"`
 	Window       string            `json:"window,omitempty"`
 	WindowSQL    string            `json:"window_sql,omitempty"`
@@ -418,6 +421,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		}
 	}
 	st, haveState := in.State[f.Name()]
+	if in.State != nil && in.adopted(f, st, obs, &fp) {
+		return fp, nil
+	}
 	assumed := st
 	if !haveState && old != nil {
 		// No database: decide from the base spec as if it had been
@@ -498,6 +504,21 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		}
 	}
 	return fp, nil
+}
+
+// adopted notes what rwc apply does with the table that holds the target's
+// name (TargetAdoption), and reports whether it refuses it: the plan then
+// shows the refusal, in apply's words, and no statement.
+func (in PlanInput) adopted(f *Flow, st FlowState, obs Observation, fp *FlowPlan) (refused bool) {
+	a := f.TargetAdoption(st, obs)
+	switch {
+	case a.Refusal != "":
+		fp.Action, fp.Reasons, fp.Refused, fp.SQL = ActionRefused, []Reason{}, a.Refusal, []string{}
+		return true
+	case a.Adopt:
+		fp.Notes = append(fp.Notes, fmt.Sprintf("%s has a new table id, and the one rwc made is gone, as Citus's alter_distributed_table leaves a table it rebuilt: rwc apply adopts it if its window holds as many rows as rwc left there (it refuses it otherwise, changing nothing), and recomputes its window", f.Target()))
+	}
+	return false
 }
 
 // PlanPartitioning is a partitioned target's partitioning:, as a plan

@@ -32,6 +32,10 @@ type Statements struct {
 	// PerPartition: Insert returns, for each partition value (as text), the
 	// rows it inserted there (an incremental write; see Flow.Writes).
 	PerPartition bool
+	// Value, of an incremental write of one partition value: that value,
+	// as the column prints it. Insert then returns no rows, and its
+	// command tag is the value's count (see Swap.Value).
+	Value        string
 	CountOutside string   // rows a full refresh loses: outside the window
 	PushedTo     []string // sources the predicate was pushed to
 	// CountLost counts the rows the DELETE removes that the INSERT does not
@@ -131,6 +135,8 @@ type Observation struct {
 	// TargetMissing: the target does not exist; a refresh of the window
 	// creates it, whatever the state says.
 	TargetMissing bool `json:",omitempty"`
+	// TargetOID is the table id the target's name holds (0: none).
+	TargetOID uint32 `json:",omitempty"`
 	// Indexes are the target's indexes as the catalog lists them, when
 	// they were read (IndexesRead: a plan with a database reads them; a
 	// refresh compares them before its transaction, see Flow.IndexChanges).

@@ -51,7 +51,7 @@ type capture struct {
 // forces the whole window, or the state already did, the others are needed
 // only to be stored, and a second connection takes them while this one
 // writes. The caller stops what is still running (stop).
-func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st flowState, window *predicate.Predicate, obs compile.Observation, spare *spareConns) (*capture, error) {
+func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, req Request, dec compile.Decision, st compile.FlowState, window *predicate.Predicate, obs compile.Observation, spare *spareConns) (*capture, error) {
 	c := &capture{f: f, window: window, r: r, spare: spare, obs: obs, parts: f.WindowPartitions(window, obs)}
 	if err := c.start(ctx, tx, req, dec, st); err != nil {
 		c.stop()
@@ -60,7 +60,7 @@ func (r *Runner) startCapture(ctx context.Context, tx *sql.Tx, f *compile.Flow, 
 	return c, nil
 }
 
-func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compile.Decision, st flowState) error {
+func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compile.Decision, st compile.FlowState) error {
 	f, window := c.f, c.window
 	var err error
 	if f.CapturesByTriggers() && req.Mode == Window {
@@ -143,9 +143,9 @@ func (c *capture) start(ctx context.Context, tx *sql.Tx, req Request, dec compil
 // trigger vouches that no one but rwc wrote it since the last refresh,
 // takes its fingerprints from those stored (probing only the partitions
 // that refresh rewrote, which are stored as counts of its rows).
-func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st flowState) error {
+func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowState) error {
 	f, window, stored := c.f, c.window, c.stored
-	prior, _ := f.StoredWindow(st.FlowState)
+	prior, _ := f.StoredWindow(st)
 	probe := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 		return probeTarget(ctx, tx, f, window, stored, prior, c.obs)
 	}

@@ -141,46 +141,38 @@ func citusSchemaFirst(ctx context.Context, conn *sql.Conn, f *compile.Flow) erro
 	return err
 }
 
-// adoptRecreated adopts a target that Citus gave a new table id (oid):
-// its alter_distributed_table (a new shard count, distribution column or
-// co-location) and undistribute_table build a new table under the same
-// name, copy the rows into it and drop the old one. rwc adopts it only
-// when it can verify that: the database has Citus, the table rwc recorded
-// is gone, and the new one holds, within the window its fingerprints were
-// stored for, exactly as many rows as rwc left there. The fingerprints
-// themselves no longer match (the rows were rewritten), so the refresh
-// recomputes the window. adopted is false when it is not such a table
-// (adoptable refuses it); a count that differs is refused here, with both.
-func adoptRecreated(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, oid uint32, obs compile.Observation, log io.Writer) (adopted bool, err error) {
-	if !obs.Citus {
-		return false, nil
-	}
-	var gone bool
-	if err := tx.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = $1)`, st.targetOID).Scan(&gone); err != nil || !gone {
-		return false, err
-	}
+// adoptRecreated adopts a target that Citus gave a new table id
+// (compile.Flow.TargetAdoption) when the new table holds, within the
+// window its fingerprints were stored for, exactly as many rows as rwc
+// left there; otherwise it refuses it, with both counts. The fingerprints
+// themselves no longer match (the copy rewrote every row), so the refresh
+// recomputes the window.
+func adoptRecreated(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *compile.FlowState, obs compile.Observation, log io.Writer) error {
 	left, now, ok, err := windowRows(ctx, tx, f, st, obs)
 	switch {
-	case err != nil || !ok:
-		return false, err
+	case err != nil:
+		return err
+	case !ok:
+		return refuse("table %s has a new table id, and rwc stored no count of the rows it left there to verify it by (%s): rwc refuses to adopt it; drop it and rwc will create and fill it",
+			f.Target(), f.Table.Pos)
 	case left != now:
-		return false, refuse("table %s has a new table id and holds %d rows in the window where rwc left %d (%s): rwc refuses to adopt it; if Citus recreated it (alter_distributed_table), put the rows back, or drop it and rwc will create and fill it",
+		return refuse("table %s has a new table id and holds %d rows in the window where rwc left %d (%s): rwc refuses to adopt it; if Citus recreated it (alter_distributed_table), put the rows back, or drop it and rwc will create and fill it",
 			f.Target(), now, left, f.Table.Pos)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET target_oid = $2 WHERE flow = $1`, f.Name(), oid); err != nil {
-		return false, err
+	if _, err := tx.ExecContext(ctx, `UPDATE rwc.flows SET target_oid = $2 WHERE flow = $1`, f.Name(), obs.TargetOID); err != nil {
+		return err
 	}
 	fmt.Fprintf(log, "%s: %s has a new table id (%d, was %d), as Citus's alter_distributed_table leaves it, and holds the %d rows rwc left in its window: adopted; its window is recomputed\n",
-		f.Name(), f.Target(), oid, st.targetOID, now)
-	st.targetOID = oid
-	return true, nil
+		f.Name(), f.Target(), obs.TargetOID, st.TargetOID, now)
+	st.TargetOID, st.TargetGone = obs.TargetOID, false
+	return nil
 }
 
 // windowRows counts the target's rows in the window its fingerprints were
 // stored for (now) and those the fingerprints count (left); ok is false
 // when none were stored.
-func windowRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, obs compile.Observation) (left, now int64, ok bool, err error) {
-	prior, ok := f.StoredWindow(st.FlowState)
+func windowRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *compile.FlowState, obs compile.Observation) (left, now int64, ok bool, err error) {
+	prior, ok := f.StoredWindow(*st)
 	if !ok {
 		return 0, 0, false, nil
 	}

@@ -183,6 +183,9 @@ func TestCitusAdoptsAlteredTarget(t *testing.T) {
 	// The spec asks to co-locate with ev: say it no longer does.
 	spec = strings.Replace(spec, "{by: k, colocate_with: ev}", "{by: k}", 1)
 	f = flow(t, map[string]string{"p.yaml": spec}, "t")
+	if _, out := runRWC(t, e.dsn, "plan", writeSpecs(t, map[string]string{"p.yaml": spec})); !strings.Contains(out, "rwc apply adopts it if its window holds as many rows as rwc left there") {
+		t.Errorf("rwc plan does not say that apply adopts the rebuilt target:\n%s", out)
+	}
 	e.exec(`DELETE FROM public.t WHERE d = '2026-03-10'`)
 	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "where rwc left") || !strings.Contains(res.Err.Error(), "p.yaml:") {

@@ -116,6 +116,6 @@ func (ex *Explained) observe(ctx context.Context, db *sql.DB, f *compile.Flow, i
 		return err
 	}
 	st, err := loadFlowState(ctx, db, f.Name())
-	in.State = st.FlowState
+	in.State = st
 	return err
 }

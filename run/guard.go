@@ -277,13 +277,13 @@ func (r *Runner) flowGuard(ctx context.Context, f *compile.Flow) (compile.FlowSt
 	if err == nil {
 		var guards *guardSet
 		if guards, err = protectedFlows(ctx, r.db, &r.guards); err == nil {
-			guards.apply(&st.FlowState, f.Name())
+			guards.apply(&st, f.Name())
 		}
 	}
 	if err != nil {
 		return compile.FlowState{}, lockTimeout(ctx, r.db, "flow "+f.Name(), stateRels, r.opts.LockTimeout, "nothing was changed", err)
 	}
-	return st.FlowState, nil
+	return st, nil
 }
 
 // CountLost runs loss counts of f (Statements.CountLost, Flow.WindowLoss)
@@ -388,8 +388,8 @@ func (r *Runner) refuseWindowLoss(ctx context.Context, f *compile.Flow, guards *
 	if err != nil {
 		return err
 	}
-	guards.apply(&fs.FlowState, f.Name())
-	st := fs.FlowState
+	guards.apply(&fs, f.Name())
+	st := fs
 	window, err := f.Predicate.Resolve(predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone})
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func (r *Runner) syncIndexes(ctx context.Context, conn *sql.Conn, f *compile.Flo
 	if err != nil {
 		return err
 	}
-	if oid == 0 || oid != st.targetOID || len(f.ColumnChanges(st.Columns)) > 0 {
+	if oid == 0 || oid != st.TargetOID || len(f.ColumnChanges(st.Columns)) > 0 {
 		return nil // the refresh creates it, refuses it, or changes its columns first
 	}
 	// The parent's indexes first: a partitioned index is valid only once

@@ -305,3 +305,40 @@ func planExplainApply(t *testing.T, e *env, dir string) {
 		}
 	}
 }
+
+// A target rwc apply would refuse (a table it did not create holds the
+// name, or its own was dropped and created again) is refused by the plan
+// too, in apply's words, with no statement: the plan shows what apply
+// does.
+func TestPlanShowsApplysRefusal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, before, want string
+	}{
+		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, "was dropped and created again outside rwc"},
+		{"not rwc's", `DELETE FROM rwc.flows`, "already exists and was not created by rwc"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			dir := writeSpecs(t, map[string]string{"p.yaml": dailySpec})
+			mustApply(t, e, dir)
+			e.exec(c.before)
+			file := filepath.Join(t.TempDir(), "plan.json")
+			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 0 && code != 2 {
+				t.Fatalf("rwc plan exited %d:\n%s", code, out)
+			}
+			fp := readPlanFile(t, file).Flows[0]
+			if fp.Action != compile.ActionRefused || !strings.Contains(fp.Refused, c.want) || len(fp.SQL) != 0 {
+				t.Fatalf("plan: action %s, refused %q, %d statements; want refused, %q, none", fp.Action, fp.Refused, len(fp.SQL), c.want)
+			}
+			code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir)
+			if code == 0 || !strings.Contains(out, fp.Refused) {
+				t.Fatalf("rwc apply exited %d, want a failure in the plan's words (%s):\n%s", code, fp.Refused, out)
+			}
+			if _, text := runRWC(t, e.dsn, "plan", dir); !strings.Contains(text, "rwc apply refuses it: "+fp.Refused) {
+				t.Errorf("rwc plan does not say it:\n%s", text)
+			}
+		})
+	}
+}

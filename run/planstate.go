@@ -77,8 +77,8 @@ func ReadPlanState(ctx context.Context, db *sql.DB) (_ PlanState, err error) {
 		if err != nil {
 			return ps, err
 		}
-		guards.apply(&st.FlowState, name)
-		ps.Flows[name] = st.FlowState
+		guards.apply(&st, name)
+		ps.Flows[name] = st
 	}
 	return ps, rows.Err()
 }

@@ -151,12 +151,6 @@ type Result struct {
 	madePartitions bool
 }
 
-// flowState is a flow's row in rwc.flows.
-type flowState struct {
-	compile.FlowState
-	targetOID uint32
-}
-
 // Refresh runs one refresh in one transaction under the flow's advisory
 // lock: a failure or a kill at any point leaves the target and the state as
 // they were. Column changes are the exception: they commit just before, on
@@ -304,15 +298,16 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	return final, nil
 }
 
-func loadFlowState(ctx context.Context, q queryer, flow string) (flowState, error) {
-	var st flowState
+func loadFlowState(ctx context.Context, q queryer, flow string) (compile.FlowState, error) {
+	var st compile.FlowState
 	var columns string
 	var cel, det sql.NullString
 	var env sql.NullInt64
 	var last sql.NullTime
-	err := q.QueryRowContext(ctx, `SELECT target_oid, columns, query_fingerprint, predicate_cel, env_version, determinism, last_refresh_at
+	err := q.QueryRowContext(ctx, `SELECT target_oid, NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = target_oid),
+			columns, query_fingerprint, predicate_cel, env_version, determinism, last_refresh_at
 		FROM rwc.flows WHERE flow = $1`+forUpdate(q), flow).
-		Scan(&st.targetOID, &columns, &st.QueryFingerprint, &cel, &env, &det, &last)
+		Scan(&st.TargetOID, &st.TargetGone, &columns, &st.QueryFingerprint, &cel, &env, &det, &last)
 	switch {
 	case err == sql.ErrNoRows:
 		return st, nil
@@ -351,7 +346,7 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 	}
 	var inserted int64
 	if stmts.Insert != "" {
-		n, err := insertRows(ctx, tx, f, stmts.Insert, stmts.PerPartition, counts)
+		n, err := insertRows(ctx, tx, f, stmts.Insert, stmts.PerPartition, stmts.Value, counts)
 		if err != nil {
 			return written{}, err
 		}
@@ -371,15 +366,19 @@ type written struct {
 }
 
 // insertRows runs an INSERT of the query's rows (into the target, or a
-// staging table) and returns how many it inserted; perPartition: it
-// returns them per partition value, added to counts.
-func insertRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, insert string, perPartition bool, counts map[string]int64) (int64, error) {
+// staging table) and returns how many it inserted, adding them to counts
+// per partition value: returned by it (perPartition), or all of value's.
+func insertRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, insert string, perPartition bool, value string, counts map[string]int64) (int64, error) {
 	if !perPartition {
 		r, err := userExec(ctx, tx, insert)
 		if err != nil {
 			return 0, queryError(f, err)
 		}
-		return r.RowsAffected()
+		n, err := r.RowsAffected()
+		if value != "" && n > 0 && counts != nil {
+			counts[value] += n
+		}
+		return n, err
 	}
 	rows, done, err := userRows(ctx, tx, insert)
 	if err != nil {

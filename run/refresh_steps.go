@@ -97,7 +97,7 @@ type refreshTx struct {
 	resolved, window *predicate.Predicate
 	obs              compile.Observation
 	oid              uint32 // the target's, 0 when there is none
-	st               flowState
+	st               compile.FlowState
 	pre, dec         compile.Decision // before the capture, and as it stands
 	stmts            compile.Statements
 	c                *capture
@@ -157,12 +157,12 @@ func (rt *refreshTx) observe(ctx context.Context) error {
 	// The guard: the spec's, or the deployed definition's (read under the
 	// flow's lock, in the refresh's snapshot). A window refresh deletes only
 	// what its window mirrors, unless the window grew onto history.
-	if req.Mode != Window || f.Widens(rt.st.FlowState, rt.resolved) {
+	if req.Mode != Window || f.Widens(rt.st, rt.resolved) {
 		guards, err := protectedFlows(ctx, rt.tx, &rt.r.guards)
 		if err != nil {
 			return err
 		}
-		guards.apply(&rt.st.FlowState, f.Name())
+		guards.apply(&rt.st, f.Name())
 	}
 	// The flow's own window, resolved now: fingerprints always describe it.
 	rt.window = rt.resolved
@@ -182,16 +182,16 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 		return err
 	}
 	res.PredicateCEL, res.PredicateSQL = rt.stmts.PredicateCEL, rt.stmts.PredicateSQL
-	if req.Mode == Full && f.Protected(rt.st.FlowState) {
-		return fullRefusal(f, rt.st.FlowState)
+	if req.Mode == Full && f.Protected(rt.st) {
+		return fullRefusal(f, rt.st)
 	}
-	rt.dec = f.DecideRefresh(compile.RefreshInput{State: rt.st.FlowState, Window: rt.window,
+	rt.dec = f.DecideRefresh(compile.RefreshInput{State: rt.st, Window: rt.window,
 		Override: req.Mode == Override, Full: req.Mode == Full, Observed: rt.obs})
 	if rt.dec.NotIncremental != "" {
 		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
 	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
-	if err := adoptable(ctx, rt.tx, f, &rt.st, rt.oid, rt.obs, rt.r.opts.Log); err != nil {
+	if err := adoptable(ctx, rt.tx, f, &rt.st, rt.obs, rt.r.opts.Log); err != nil {
 		return err
 	}
 	if err := distributionAgrees(f, rt.obs); err != nil {
@@ -205,7 +205,7 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	// Before anything is written or altered (column changes commit on
 	// their own), and before the capture probes anything.
-	if res.RowsLost, err = rt.r.guardLoss(ctx, rt.tx, req, rt.st.FlowState, rt.stmts, rt.resolved, rt.obs); err != nil {
+	if res.RowsLost, err = rt.r.guardLoss(ctx, rt.tx, req, rt.st, rt.stmts, rt.resolved, rt.obs); err != nil {
 		return err
 	}
 	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid, rt.obs.Citus); err != nil {
@@ -251,7 +251,7 @@ func (rt *refreshTx) capture(ctx context.Context, spare *spareConns) error {
 	// (changed since, or moved on).
 	rt.storeTarget, rt.fpWindow = true, rt.window
 	if rt.dec.Capture && req.Mode == Override {
-		if rt.storeTarget, rt.fpWindow, rt.dirtyBefore, err = overrideBaseline(ctx, rt.tx, f, rt.st.FlowState, rt.obs); err != nil {
+		if rt.storeTarget, rt.fpWindow, rt.dirtyBefore, err = overrideBaseline(ctx, rt.tx, f, rt.st, rt.obs); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,8 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 		obs.TargetMissing = err == nil
 		return obs, 0, err
 	}
-	obs.Lacks, err = lacks(ctx, tx, f, uint32(oid.Int64))
+	obs.TargetOID = uint32(oid.Int64)
+	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
 	return obs, uint32(oid.Int64), err
 }
 

@@ -127,7 +127,7 @@ func CaptureHealth(ctx context.Context, db *sql.DB, f *compile.Flow) ([]TableCap
 		if err != nil {
 			return nil, err
 		}
-		if prior, ok := f.StoredWindow(st.FlowState); ok {
+		if prior, ok := f.StoredWindow(st); ok {
 			obs, err := partitionsNow(ctx, tx, f)
 			if err != nil {
 				return nil, err

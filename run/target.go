@@ -17,21 +17,15 @@ import (
 // The target's life before a refresh writes it: adopted only if rwc made
 // it, created on first use, its columns changed first, on their own.
 
-// adoptable refuses a target rwc did not create (oid: the table now, 0
-// when there is none): adopting it would let a refresh delete rows nobody
-// asked rwc to manage. A table Citus built anew in the place of rwc's is
-// the exception it can verify (adoptRecreated), and adopts.
-func adoptable(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *flowState, oid uint32, obs compile.Observation, log io.Writer) error {
+// adoptable refuses a target rwc did not create, and adopts one Citus
+// rebuilt once its rows say it is rwc's (compile.Flow.TargetAdoption).
+func adoptable(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *compile.FlowState, obs compile.Observation, log io.Writer) error {
+	a := f.TargetAdoption(*st, obs)
 	switch {
-	case oid != 0 && !st.Found:
-		return refuse("table %s already exists and was not created by rwc (%s): rwc refuses to adopt it; drop or rename it, or choose another table name (if rwc created it and lost the flow's row in rwc.flows, rwc state check says so, and rwc state repair re-adopts it)",
-			f.Target(), f.Table.Pos)
-	case oid != 0 && oid != st.targetOID:
-		if adopted, err := adoptRecreated(ctx, tx, f, st, oid, obs, log); adopted || err != nil {
-			return err
-		}
-		return refuse("table %s was dropped and created again outside rwc (%s): rwc refuses to adopt the new table; drop it and rwc will create and fill it",
-			f.Target(), f.Table.Pos)
+	case a.Refusal != "":
+		return refuse("%s", a.Refusal)
+	case a.Adopt:
+		return adoptRecreated(ctx, tx, f, st, obs, log)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func symbol(f compile.FlowPlan) string {
 		return "+"
 	case f.Changes.Has(compile.ChangeRemoved):
 		return "-"
-	case f.Destructive:
+	case f.Destructive, f.Refused != "":
 		return "!"
 	case len(f.Changes) > 0:
 		return "~"
@@ -61,6 +61,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 	for _, f := range p.Flows {
 		sym := symbol(f)
 		fmt.Fprintf(w, "%s %-28s %s%s\n", paint(colors[sym], sym), f.Flow, paint("1", string(f.Action)), reasonsText(f.Reasons))
+		if f.Refused != "" {
+			fmt.Fprintf(w, "      %s %s\n", paint("31", "rwc apply refuses it:"), diag.Visible(f.Refused))
+		}
 		if len(f.Changes) > 0 {
 			fmt.Fprintf(w, "      changes: %s\n", f.Changes)
 		}
@@ -251,6 +254,9 @@ func writeMdFlows(b *strings.Builder, p *compile.Plan) {
 		action := string(f.Action)
 		if len(f.Reasons) > 0 {
 			action += "<br><sub>" + strings.Join(compile.Words(f.Reasons), ", ") + "</sub>"
+		}
+		if f.Refused != "" {
+			action += "<br><sub>rwc apply refuses it: " + mdText(f.Refused) + "</sub>"
 		}
 		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s |\n", symbol(f), f.Flow, action,
 			mdList(f.Changes.Words()), windowDays(f.WindowChange), rowsShort(f.RowCounts))
