@@ -24,7 +24,9 @@ import (
 // rwc's names), as DML into a target is kept by later refreshes. Then, on
 // the partitioned target of the last level: 100 consecutive refreshes with
 // autovacuum off and a reader's waits during their swaps, and an
-// incremental refresh of one changed day against the whole window.
+// incremental refresh of one changed day against the whole window; on the
+// plain target of the last level, 100 consecutive refreshes with
+// autovacuum off, rwc's own VACUUM all that keeps it healthy (issue #17).
 func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, levels []int, rounds int) error {
 	const perDay = 9000 // the window's rows a day: 7 days, 63,000 rows
 	fmt.Printf("sources: %d rows a day over the 7-day window (%d rows), a 1000-row dimension\n", perDay, 7*perDay)
@@ -93,6 +95,9 @@ func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, leve
 	fmt.Println("goals: 32M ≤ 1.3× 1M for both; partitioned ≤ 0.8× plain; dead rows left by the partitioned refresh = 0")
 
 	if err := benchRepeatPartitioned(ctx, db, last, touchDim, 100); err != nil {
+		return err
+	}
+	if err := benchRepeatPlain(ctx, db, targets[len(targets)-2], touchDim, 100); err != nil {
 		return err
 	}
 	return benchIncrementalPartitioned(ctx, db, last, touchDim, rounds, perDay)
@@ -202,42 +207,24 @@ func deadInWindow(ctx context.Context, db *sql.DB, table string) (int64, error) 
 // dead rows left; a reader reads a day of the window through the parent
 // all along, and its longest wait is the swap's lock.
 func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int) error {
-	for _, stmt := range []string{`ALTER SYSTEM SET autovacuum = off`, `SELECT pg_reload_conf()`} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
+	var idle, during []time.Duration
+	rep, err := repeatRefreshes(ctx, db, t, touchDim, n, func(refresh func() error) error {
+		rd := startReader(ctx, db, fmt.Sprintf(`SELECT count(*) FROM %s WHERE date = current_date - 3`, t.flow))
+		time.Sleep(2 * time.Second)
+		idle = rd.snapshot()
+		err := refresh()
+		during = rd.stop()
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	defer func() {
-		db.ExecContext(ctx, `ALTER SYSTEM RESET autovacuum`)
-		db.ExecContext(ctx, `SELECT pg_reload_conf()`)
-	}()
-	rd := startReader(ctx, db, fmt.Sprintf(`SELECT count(*) FROM %s WHERE date = current_date - 3`, t.flow))
-	time.Sleep(2 * time.Second)
-	idle := rd.snapshot()
-	t.wall, t.inTx, t.locks, t.actions = nil, nil, nil, map[string]int{}
-	for i := 0; i < n; i++ {
-		if err := touchDim(); err != nil {
-			return err
-		}
-		if err := t.refresh(ctx, db); err != nil {
-			return err
-		}
-	}
-	during := rd.stop()
-	wall, inTx, actions := t.wall, t.inTx, t.actions
 	dead, err := deadInWindow(ctx, db, t.flow)
 	if err != nil {
 		return err
 	}
-	k := 5
-	fmt.Printf("\npartitioned target: %d whole-window refreshes in a row, autovacuum off (%s), the last against the first:\n\n", n, counts(actions))
-	fmt.Println("| | first | last | last ÷ first | median of last 5 ÷ median of first 5 | trend: fitted last ÷ fitted first |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: |")
-	fmt.Printf("| rwc apply | %s | %s | %.2f× | %.2f× | %.2f× |\n", wall[0].Round(time.Millisecond), wall[n-1].Round(time.Millisecond),
-		ratio(wall[n-1], wall[0]), ratio(median(wall[n-k:]), median(wall[:k])), trend(wall))
-	fmt.Printf("| refresh transaction | %s | %s | %.2f× | %.2f× | %.2f× |\n", inTx[0].Round(time.Millisecond), inTx[n-1].Round(time.Millisecond),
-		ratio(inTx[n-1], inTx[0]), ratio(median(inTx[n-k:]), median(inTx[:k])), trend(inTx))
-	fmt.Println("\n(trend: the least-squares line through all the refreshes, its value at the last over its value at the first: one slow or fast refresh at either end moves it little)")
+	fmt.Printf("\npartitioned target: %d whole-window refreshes in a row, autovacuum off (%s), the last against the first:\n\n", n, counts(rep.actions))
+	rep.print()
 	fmt.Printf("\ndead row versions in the window's partitions after them: %d; goal: the 100th ≤ 1.1× the first\n", dead)
 	fmt.Printf("\na reader reading one day of the window through the parent, 5 ms between reads, throughout (%d reads; idle for a second before: %d reads):\n\n", len(during), len(idle))
 	fmt.Println("| | median read | 99th percentile | longest |")
@@ -253,6 +240,100 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touc
 	fmt.Printf("rwc's own count of the swap's ACCESS EXCLUSIVE (from taking it to the end of the commit), %d refreshes: median %s, 99th percentile %s, longest %s\n",
 		len(t.locks), median(t.locks).Round(10*time.Microsecond), percentile(t.locks, 0.99).Round(10*time.Microsecond), percentile(t.locks, 1).Round(10*time.Microsecond))
 	return nil
+}
+
+// benchRepeatPlain runs n whole-window refreshes of the plain target in a
+// row with autovacuum off (issue #17): rwc's own VACUUM, when due, is all
+// that keeps it healthy. The 100th against the first, the VACUUMs among
+// them, and the table's size (with its indexes) before and after.
+func benchRepeatPlain(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int) error {
+	size := func() (int64, error) {
+		var b int64
+		err := db.QueryRowContext(ctx, `SELECT pg_total_relation_size($1::regclass)`, t.flow).Scan(&b)
+		return b, err
+	}
+	before, err := size()
+	if err != nil {
+		return err
+	}
+	rep, err := repeatRefreshes(ctx, db, t, touchDim, n, func(refresh func() error) error { return refresh() })
+	if err != nil {
+		return err
+	}
+	after, err := size()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nplain target (%d rows of history): %d whole-window refreshes in a row, autovacuum off (%s), the last against the first:\n\n", t.rows, n, counts(rep.actions))
+	rep.print()
+	fmt.Printf("\nrwc's VACUUMs among them: %d (the slowest rwc apply, %s, is one); the table with its indexes: %.1f MB before, %.1f MB after (%.3f×)\n",
+		rep.vacuums, percentile(rep.wall, 1).Round(time.Millisecond), float64(before)/1e6, float64(after)/1e6, float64(after)/float64(before))
+	fmt.Println("goals: the 100th ≤ 1.1× the first; the size flat")
+	return nil
+}
+
+// repeated is what repeatRefreshes measured.
+type repeated struct {
+	wall, inTx []time.Duration
+	actions    map[string]int
+	vacuums    int64 // of the target, by anyone (autovacuum is off)
+}
+
+// repeatRefreshes runs n whole-window refreshes of t in a row with
+// autovacuum off, inside around (which may measure beside them).
+func repeatRefreshes(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int, around func(func() error) error) (repeated, error) {
+	for _, stmt := range []string{`ALTER SYSTEM SET autovacuum = off`, `SELECT pg_reload_conf()`} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return repeated{}, err
+		}
+	}
+	defer func() {
+		db.ExecContext(ctx, `ALTER SYSTEM RESET autovacuum`)
+		db.ExecContext(ctx, `SELECT pg_reload_conf()`)
+	}()
+	vacuumed := func() (int64, error) {
+		var v int64
+		err := db.QueryRowContext(ctx, `SELECT pg_stat_get_vacuum_count($1::regclass) + pg_stat_get_autovacuum_count($1::regclass)`, t.flow).Scan(&v)
+		return v, err
+	}
+	v0, err := vacuumed()
+	if err != nil {
+		return repeated{}, err
+	}
+	t.wall, t.inTx, t.locks, t.actions = nil, nil, nil, map[string]int{}
+	err = around(func() error {
+		for i := 0; i < n; i++ {
+			if err := touchDim(); err != nil {
+				return err
+			}
+			if err := t.refresh(ctx, db); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return repeated{}, err
+	}
+	// The statistics collector reports what a backend did when it goes idle.
+	time.Sleep(time.Second)
+	v1, err := vacuumed()
+	return repeated{wall: t.wall, inTx: t.inTx, actions: t.actions, vacuums: v1 - v0}, err
+}
+
+func (r repeated) print() {
+	n, k := len(r.wall), 5
+	fmt.Println("| | first | last | last ÷ first | median of last 5 ÷ median of first 5 | trend: fitted last ÷ fitted first |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, row := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"rwc apply", r.wall}, {"refresh transaction", r.inTx}} {
+		ds := row.ds
+		fmt.Printf("| %s | %s | %s | %.2f× | %.2f× | %.2f× |\n", row.name, ds[0].Round(time.Millisecond), ds[n-1].Round(time.Millisecond),
+			ratio(ds[n-1], ds[0]), ratio(median(ds[n-k:]), median(ds[:k])), trend(ds))
+	}
+	fmt.Println("\n(trend: the least-squares line through all the refreshes, its value at the last over its value at the first: one slow or fast refresh at either end moves it little)")
 }
 
 // trend fits a least-squares line through ds (by position) and returns its

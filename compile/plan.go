@@ -57,12 +57,13 @@ type Rev struct {
 type FlowPlan struct {
 	// diags are what planning the flow found wrong (a source missing from
 	// the database), for the plan's Diagnostics.
-	diags    diag.List
-	Flow     string   `json:"flow"`
-	Pipeline string   `json:"pipeline"`
-	Target   string   `json:"target"`
-	Action   Action   `json:"action"`
-	Reasons  []Reason `json:"reasons"`
+	diags     diag.List
+	targetOID uint32   // observed (Basis.Targets)
+	Flow      string   `json:"flow"`
+	Pipeline  string   `json:"pipeline"`
+	Target    string   `json:"target"`
+	Action    Action   `json:"action"`
+	Reasons   []Reason `json:"reasons"`
 	// Refused is why rwc apply refuses the flow's refresh, changing
 	// nothing, in its words (action refused).
 	Refused      string            `json:"refused,omitempty"`
@@ -146,6 +147,9 @@ type Basis struct {
 	Specs       string            `json:"specs"`
 	SpecFiles   map[string]string `json:"spec_files"`
 	LastRefresh map[string]string `json:"last_refresh"`
+	// Targets is the table id each flow's target name held (0: none), as
+	// the plan saw it: what it refused or adopted.
+	Targets map[string]uint32 `json:"targets,omitempty"`
 }
 
 // HasChanges reports definition changes (new, removed, changed flows) and
@@ -318,6 +322,12 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	p.Flows = flows
 	for _, fp := range flows {
 		p.Diagnostics = append(p.Diagnostics, fp.diags...)
+		if in.Observe != nil {
+			if p.Basis.Targets == nil {
+				p.Basis.Targets = map[string]uint32{}
+			}
+			p.Basis.Targets[fp.Flow] = fp.targetOID
+		}
 	}
 	if in.Observe == nil {
 		p.Assumed = append(p.Assumed, NoDatabaseAssumption)
@@ -403,6 +413,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	}
 	obs := in.observe(f, &fp)
 	obs.Today = rc.Today()
+	fp.targetOID = obs.TargetOID
 	stmts, err := f.Statements(window, false, obs)
 	if err != nil {
 		return fp, err
@@ -421,7 +432,9 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		}
 	}
 	st, haveState := in.State[f.Name()]
-	if in.State != nil && in.adopted(f, st, obs, &fp) {
+	// With a database (its state, if any, read): what rwc apply would do
+	// with the table under the target's name.
+	if in.Observe != nil && in.adopted(f, st, obs, &fp) {
 		return fp, nil
 	}
 	assumed := st
@@ -507,13 +520,19 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 }
 
 // adopted notes what rwc apply does with the table that holds the target's
-// name (TargetAdoption), and reports whether it refuses it: the plan then
-// shows the refusal, in apply's words, and no statement.
+// name (TargetVerdict), and reports whether it refuses it: the plan then
+// shows the refusal, in apply's words, and no statement, and reports it
+// as an error (RW503): the apply would fail.
 func (in PlanInput) adopted(f *Flow, st FlowState, obs Observation, fp *FlowPlan) (refused bool) {
-	a := f.TargetAdoption(st, obs)
+	var changes []ColumnChange
+	if st.Found {
+		changes = f.ColumnChanges(st.Columns)
+	}
+	a := f.TargetVerdict(st, obs, changes)
 	switch {
 	case a.Refusal != "":
 		fp.Action, fp.Reasons, fp.Refused, fp.SQL = ActionRefused, []Reason{}, a.Refusal, []string{}
+		fp.diags.Errorf("RW503", f.Table.Pos, "do what the message says; until then rwc apply changes nothing for this flow (and skips the flows that read its target)", "rwc apply refuses flow %s: %s", f.Name(), a.Refusal)
 		return true
 	case a.Adopt:
 		fp.Notes = append(fp.Notes, fmt.Sprintf("%s has a new table id, and the one rwc made is gone, as Citus's alter_distributed_table leaves a table it rebuilt: rwc apply adopts it if its window holds as many rows as rwc left there (it refuses it otherwise, changing nothing), and recomputes its window", f.Target()))

@@ -32,45 +32,6 @@ func observeCitus(ctx context.Context, q queryer, f *compile.Flow, obs *compile.
 		FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass($1)), '')`, f.Target()).Scan(&obs.TargetDistribution)
 }
 
-// distributionAgrees refuses, before anything changes, a flow whose
-// distribution: the database cannot give it (no Citus), or that its target,
-// already there, does not have: rwc distributes a target when it creates
-// it, and does not move an existing one's rows under its readers (a
-// target distributed by hand, the spec silent, is left as it is).
-func distributionAgrees(f *compile.Flow, obs compile.Observation) error {
-	d := f.Table.Distribution
-	switch {
-	case d == nil:
-		return nil
-	case !obs.Citus:
-		return refuse("flow %s: distribution: (%s) makes the target a Citus table, but this database has no Citus (no pg_dist_partition); nothing was changed: run rwc against the Citus coordinator's database, or drop distribution: (docs/citus.md)",
-			f.Name(), d.Pos)
-	case obs.TargetMissing:
-		return nil
-	}
-	want, how := d.By, fmt.Sprintf("SELECT create_distributed_table('%s', '%s')", f.Target(), d.By)
-	if d.Reference {
-		want, how = "reference", fmt.Sprintf("SELECT create_reference_table('%s')", f.Target())
-	}
-	switch obs.TargetDistribution {
-	case want:
-		return nil
-	case "":
-		return refuse("flow %s: distribution: (%s) asks for a target %s, but %s exists as a local table; rwc distributes a target when it creates it, and nothing was changed: distribute it yourself (%s moves its rows to the shards), then apply again",
-			f.Name(), d.Pos, describeWant(want), f.Target(), how)
-	}
-	return refuse("flow %s: distribution: (%s) asks for a target %s, but %s is %s; nothing was changed: change distribution: to what the table is, or change the table (alter_distributed_table, undistribute_table; docs/citus.md)",
-		f.Name(), d.Pos, describeWant(want), f.Target(), describeWant(obs.TargetDistribution))
-}
-
-// describeWant says what a distribution (a column, or "reference") is.
-func describeWant(d string) string {
-	if d == "reference" {
-		return "that is a reference table"
-	}
-	return "distributed by " + d
-}
-
 // distributeError positions Citus's refusal to distribute a new target.
 func distributeError(f *compile.Flow, err error) error {
 	return fmt.Errorf("flow %s: distribution: (%s): Citus did not distribute the target: %s; the refresh was rolled back and nothing was changed", f.Name(), f.Table.Distribution.Pos, serverWords(err))
@@ -85,27 +46,6 @@ func captureObservation(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compi
 		return obs, err
 	}
 	return obs, observeCitus(ctx, tx, f, &obs)
-}
-
-// distributedColumnKept refuses, before anything changes, a column change
-// that Citus cannot make: its distribution column retyped or dropped
-// (Citus would fail the ALTER TABLE with an internal error).
-func distributedColumnKept(f *compile.Flow, obs compile.Observation, changes []compile.ColumnChange) error {
-	if obs.TargetDistribution == "" || obs.TargetDistribution == "reference" {
-		return nil
-	}
-	for _, c := range changes {
-		if c.Column != obs.TargetDistribution || c.Kind == "added" {
-			continue
-		}
-		pos := f.Table.Pos
-		if col := f.Table.Column(c.Column); col != nil {
-			pos = col.TypePos
-		}
-		return refuse("flow %s: column %s (%s) is %s but is the distribution column of %s, which Citus cannot retype or drop; nothing was changed: keep the column as it is, or undistribute the table (undistribute_table), change it, and distribute it again (docs/citus.md)",
-			f.Name(), c.Column, pos, c.Change(), f.Target())
-	}
-	return nil
 }
 
 // refuseCitusWorker refuses a database that is a Citus worker's (its

@@ -32,6 +32,10 @@ type Explained struct {
 	// Checks: the flow's expectations, checked on what the last write
 	// writes (compile.Flow.Checks).
 	Checks compile.Checks
+	// Refused: why the refresh refuses the table under the target's name
+	// (compile.Flow.TargetVerdict), changing nothing; it then writes
+	// nothing.
+	Refused string
 }
 
 // Explain decides req as a refresh would, now; db nil: without a database.
@@ -62,6 +66,10 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	}
 	in.Observed.Today = res.Today()
 	ex.Observed = in.Observed
+	if db != nil && ex.refused(f, in) {
+		ex.Window, ex.Writes = resolved.Root.CEL(), []compile.Statements{{}}
+		return ex, nil
+	}
 	switch {
 	case in.Observed.IndexesRead && f.Partitioned():
 		ex.Indexes = f.PartitionedIndexChanges(in.Observed.Indexes, in.Observed.Partitions)
@@ -96,6 +104,21 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	ex.Window = resolved.Root.CEL()
 	ex.Checks, err = f.Checks(s, res)
 	return ex, err
+}
+
+// refused notes the refresh's refusal of the target's table, if it refuses
+// it (compile.Flow.TargetVerdict).
+func (ex *Explained) refused(f *compile.Flow, in compile.RefreshInput) bool {
+	var changes []compile.ColumnChange
+	if in.State.Found {
+		changes = f.ColumnChanges(in.State.Columns)
+	}
+	a := f.TargetVerdict(in.State, in.Observed, changes)
+	ex.Refused = a.Refusal
+	if a.Refusal != "" {
+		ex.Decision.Action = compile.ActionRefused
+	}
+	return a.Refusal != ""
 }
 
 // observe fills in what the decision observes of the database: the flow's

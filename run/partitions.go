@@ -97,22 +97,6 @@ func (r *Runner) today() predicate.Date {
 	return predicate.Resolution{Now: r.opts.Now(), Zone: r.opts.Zone}.Today()
 }
 
-// partitioningAgrees refuses a target whose kind is not the spec's: rwc
-// does not turn a plain table into a partitioned one, nor back, under its
-// readers' feet (docs/concepts.md says how to do it by hand).
-func partitioningAgrees(f *compile.Flow, obs compile.Observation) error {
-	switch {
-	case obs.TargetMissing || obs.Partitioned == f.Partitioned():
-		return nil
-	case f.Partitioned():
-		return refuse("flow %s: partitioning: asks for a partitioned target, but %s exists as a plain table (%s); rwc does not convert a target in place, and nothing was changed: rename it aside (ALTER TABLE %s RENAME TO %s_history), run rwc apply, which creates the partitioned target and fills its window, then attach the old table's history as one partition (steps in docs/concepts.md#adopting-a-plain-target)",
-			f.Name(), f.Target(), f.Table.Partitioning.Pos, f.Target(), f.Name())
-	default:
-		return refuse("flow %s: %s is a partitioned table, but the spec has no partitioning: (%s); rwc does not convert a target in place, and nothing was changed: put partitioning: back, or rename the table aside, apply, and copy the history back; see docs/concepts.md#adopting-a-plain-target",
-			f.Name(), f.Target(), f.Table.Pos)
-	}
-}
-
 // premake creates a partitioned target's missing partitions: those for
 // the window and what the refresh writes (Statements.Premake), then those
 // its rows after them need (Statements.Overflow), looked up in the catalog

@@ -313,20 +313,21 @@ func planExplainApply(t *testing.T, e *env, dir string) {
 func TestPlanShowsApplysRefusal(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name, before, want string
+		name, before, spec, want string
 	}{
-		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, "was dropped and created again outside rwc"},
-		{"not rwc's", `DELETE FROM rwc.flows`, "already exists and was not created by rwc"},
+		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, dailySpec, "was dropped and created again outside rwc"},
+		{"not rwc's", `DELETE FROM rwc.flows`, dailySpec, "already exists and was not created by rwc"},
+		{"not partitioned", `SELECT 1`, partSpec, "asks for a partitioned target, but"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newDailyEnv(t)
-			dir := writeSpecs(t, map[string]string{"p.yaml": dailySpec})
-			mustApply(t, e, dir)
+			mustApply(t, e, writeSpecs(t, map[string]string{"p.yaml": dailySpec}))
+			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec})
 			e.exec(c.before)
 			file := filepath.Join(t.TempDir(), "plan.json")
-			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 0 && code != 2 {
-				t.Fatalf("rwc plan exited %d:\n%s", code, out)
+			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error RW503") {
+				t.Fatalf("rwc plan exited %d, want 1 with RW503:\n%s", code, out)
 			}
 			fp := readPlanFile(t, file).Flows[0]
 			if fp.Action != compile.ActionRefused || !strings.Contains(fp.Refused, c.want) || len(fp.SQL) != 0 {
@@ -338,6 +339,16 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 			}
 			if _, text := runRWC(t, e.dsn, "plan", dir); !strings.Contains(text, "rwc apply refuses it: "+fp.Refused) {
 				t.Errorf("rwc plan does not say it:\n%s", text)
+			}
+			_, explained := runRWC(t, e.dsn, "refresh", "t", "--explain", "--specs", dir)
+			if !strings.Contains(explained, "the refresh refuses it, changing nothing: "+fp.Refused) || strings.Contains(explained, "DELETE") {
+				t.Errorf("rwc refresh --explain does not show the refusal:\n%s", explained)
+			}
+			// The saved plan refused the table under the name: once another
+			// is there, it no longer says what apply would do.
+			e.exec(`DROP TABLE t; DELETE FROM rwc.flows`)
+			if code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", file); code == 0 || !strings.Contains(out, "the table under flow t's target") {
+				t.Errorf("rwc apply of the saved plan, the table it refused gone, exited %d:\n%s", code, out)
 			}
 		})
 	}

@@ -124,11 +124,37 @@ func CheckPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 			moved = append(moved, "flow "+flow+" lost its state")
 		}
 	}
+	targets, err := targetsMoved(ctx, db, saved)
+	if err != nil {
+		return err
+	}
+	moved = append(moved, targets...)
 	if len(moved) > 0 {
 		sort.Strings(moved)
 		return refuse("the saved plan is stale (%s); nothing was changed: run rwc plan again", strings.Join(moved, "; "))
 	}
 	return nil
+}
+
+// targetsMoved lists the flows whose target name holds another table than
+// the saved plan saw (Basis.Targets): what it refused or adopted, or
+// created, is no longer what apply would.
+func targetsMoved(ctx context.Context, db *sql.DB, saved *compile.Plan) ([]string, error) {
+	var moved []string
+	for _, fp := range saved.Flows {
+		was, ok := saved.Basis.Targets[fp.Flow]
+		if !ok {
+			continue
+		}
+		var now uint32
+		if err := db.QueryRowContext(ctx, `SELECT coalesce(to_regclass($1)::oid, 0)`, fp.Target).Scan(&now); err != nil {
+			return nil, err
+		}
+		if now != was {
+			moved = append(moved, fmt.Sprintf("the table under flow %s's target %s changed (table id %d when planned, %d now)", fp.Flow, fp.Target, was, now))
+		}
+	}
+	return moved, nil
 }
 
 // RowCounter counts, read-only, the target rows a refresh's statements

@@ -191,16 +191,7 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
 	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
-	if err := adoptable(ctx, rt.tx, f, &rt.st, rt.obs, rt.r.opts.Log); err != nil {
-		return err
-	}
-	if err := distributionAgrees(f, rt.obs); err != nil {
-		return err
-	}
-	if err := distributedColumnKept(f, rt.obs, rt.dec.Columns); err != nil {
-		return err
-	}
-	if err := partitioningAgrees(f, rt.obs); err != nil {
+	if err := adoptable(ctx, rt.tx, f, &rt.st, rt.obs, rt.dec.Columns, rt.r.opts.Log); err != nil {
 		return err
 	}
 	// Before anything is written or altered (column changes commit on

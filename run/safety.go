@@ -30,9 +30,17 @@ var pgTypeNames = map[string]string{
 // and whether the target exists. It plans the query without running it.
 func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, uint32, error) {
 	var obs compile.Observation
+	// The target's oid (0: missing) first: what the refresh does with the
+	// table under its name (compile.Flow.TargetVerdict) does not wait for
+	// the query to describe.
+	var oid sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
+		return obs, 0, err
+	}
+	obs.TargetOID, obs.TargetMissing = uint32(oid.Int64), !oid.Valid
 	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
-		return obs, 0, err
+		return obs, obs.TargetOID, err
 	}
 	for _, t := range types {
 		col := f.Table.Column(t.Name())
@@ -46,22 +54,14 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	}
 	if f.Incremental() && len(obs.Mismatches) == 0 {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
-			return obs, 0, err
+			return obs, obs.TargetOID, err
 		}
 	}
-	if err := observeCitus(ctx, tx, f, &obs); err != nil {
-		return obs, 0, err
+	if err := observeCitus(ctx, tx, f, &obs); err != nil || obs.TargetMissing {
+		return obs, obs.TargetOID, err
 	}
-	// The target's oid (0: missing) serves the refresh's check that the
-	// table is rwc's (adoptable) too.
-	var oid sql.NullInt64
-	if err = tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil || !oid.Valid {
-		obs.TargetMissing = err == nil
-		return obs, 0, err
-	}
-	obs.TargetOID = uint32(oid.Int64)
 	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
-	return obs, uint32(oid.Int64), err
+	return obs, obs.TargetOID, err
 }
 
 // lacks lists the flow's columns that its target (oid) does not have.

@@ -17,10 +17,10 @@ import (
 // The target's life before a refresh writes it: adopted only if rwc made
 // it, created on first use, its columns changed first, on their own.
 
-// adoptable refuses a target rwc did not create, and adopts one Citus
-// rebuilt once its rows say it is rwc's (compile.Flow.TargetAdoption).
-func adoptable(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *compile.FlowState, obs compile.Observation, log io.Writer) error {
-	a := f.TargetAdoption(*st, obs)
+// adoptable refuses a target the refresh must not write, and adopts one
+// Citus rebuilt once its rows say it is rwc's (compile.Flow.TargetVerdict).
+func adoptable(ctx context.Context, tx *sql.Tx, f *compile.Flow, st *compile.FlowState, obs compile.Observation, changes []compile.ColumnChange, log io.Writer) error {
+	a := f.TargetVerdict(*st, obs, changes)
 	switch {
 	case a.Refusal != "":
 		return refuse("%s", a.Refusal)

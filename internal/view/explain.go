@@ -19,6 +19,10 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 		fmt.Fprintf(w, "-- %s\n", compile.NoDatabaseAssumption)
 	}
 	fmt.Fprintf(w, "-- action: %s%s\n", d.Action, reasonsText(d.Reasons))
+	if ex.Refused != "" {
+		fmt.Fprintf(w, "-- the refresh refuses it, changing nothing: %s\n\n", diag.Visible(ex.Refused))
+		return
+	}
 	switch {
 	case d.Unchanged:
 		fmt.Fprintf(w, "-- no source row changed in the window since the last refresh, and the target is as it left it: nothing is written\n")
