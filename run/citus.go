@@ -11,15 +11,24 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 )
 
-// observeCitus reads whether the database has Citus and, if so, which of
-// f's tables (its sources and its target) are Citus tables, distributed or
-// reference, into obs. A snapshot exported on the coordinator does not
-// cover them: on a worker, another session's snapshot is its own (see
-// docs/citus.md), so the refresh probes them in its own transaction.
+// hasCitus is whether the database has Citus, as SQL.
+const hasCitus = `to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`
+
+// observeCitus reads whether the database has Citus and, if so, the
+// tables' distribution (observeDistribution).
 func observeCitus(ctx context.Context, q queryer, f *compile.Flow, obs *compile.Observation) error {
-	if err := q.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&obs.Citus); err != nil || !obs.Citus {
+	if err := q.QueryRowContext(ctx, `SELECT `+hasCitus).Scan(&obs.Citus); err != nil || !obs.Citus {
 		return err
 	}
+	return observeDistribution(ctx, q, f, obs)
+}
+
+// observeDistribution reads which of f's tables (its sources and its
+// target) are Citus tables, distributed or reference, into obs. A snapshot
+// exported on the coordinator does not cover them: on a worker, another
+// session's snapshot is its own (see docs/citus.md), so the refresh probes
+// them in its own transaction.
+func observeDistribution(ctx context.Context, q queryer, f *compile.Flow, obs *compile.Observation) error {
 	var dist []string
 	err := q.QueryRowContext(ctx, `SELECT coalesce(array_agg(r ORDER BY r), '{}') FROM unnest($1::text[]) r
 		WHERE EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass(r))`, pq.Array(f.CaptureTables())).Scan(pq.Array(&dist))
@@ -74,7 +83,7 @@ func refuseCitusWorker(ctx context.Context, q queryer) error {
 // schema, empty, stays if the refresh then fails.
 func citusSchemaFirst(ctx context.Context, conn *sql.Conn, f *compile.Flow) error {
 	var first bool
-	if err := conn.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL AND to_regclass($1) IS NULL`, f.Target()).Scan(&first); err != nil || !first {
+	if err := conn.QueryRowContext(ctx, `SELECT `+hasCitus+` AND to_regclass($1) IS NULL`, f.Target()).Scan(&first); err != nil || !first {
 		return err
 	}
 	_, err := conn.ExecContext(ctx, f.CreateSchemaSQL())

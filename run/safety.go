@@ -30,18 +30,40 @@ var pgTypeNames = map[string]string{
 // and whether the target exists. It plans the query without running it.
 func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, uint32, error) {
 	var obs compile.Observation
-	// The target's oid (0: missing) first: what the refresh does with the
-	// table under its name (compile.Flow.TargetVerdict) does not wait for
-	// the query to describe.
+	// The target's oid (0: missing) first, and whether the database has
+	// Citus: what the refresh does with the table under its name
+	// (compile.Flow.TargetVerdict) does not wait for the query to describe.
 	var oid sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid`, f.Target()).Scan(&oid); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid, `+hasCitus, f.Target()).Scan(&oid, &obs.Citus); err != nil {
 		return obs, 0, err
 	}
 	obs.TargetOID, obs.TargetMissing = uint32(oid.Int64), !oid.Valid
+	if obs.Citus {
+		if err := observeDistribution(ctx, tx, f, &obs); err != nil {
+			return obs, obs.TargetOID, err
+		}
+	}
 	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
 		return obs, obs.TargetOID, err
 	}
+	obs.Mismatches = mismatches(f, types)
+	if f.Incremental() && len(obs.Mismatches) == 0 {
+		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
+			return obs, obs.TargetOID, err
+		}
+	}
+	if obs.TargetMissing {
+		return obs, 0, nil
+	}
+	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
+	return obs, obs.TargetOID, err
+}
+
+// mismatches lists the predicate's columns whose type in the query's
+// output is not the target's.
+func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch {
+	var out []compile.TypeMismatch
 	for _, t := range types {
 		col := f.Table.Column(t.Name())
 		if col == nil || !slices.Contains(f.Predicate.Columns, t.Name()) {
@@ -49,19 +71,10 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 		}
 		got := pgTypeNames[t.DatabaseTypeName()]
 		if got != col.Type.Base || strings.ContainsRune(col.Type.Canonical, '(') && col.Type.Base == "numeric" {
-			obs.Mismatches = append(obs.Mismatches, compile.TypeMismatch{Column: t.Name(), Query: strings.ToLower(t.DatabaseTypeName()), Target: col.Type.Canonical})
+			out = append(out, compile.TypeMismatch{Column: t.Name(), Query: strings.ToLower(t.DatabaseTypeName()), Target: col.Type.Canonical})
 		}
 	}
-	if f.Incremental() && len(obs.Mismatches) == 0 {
-		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
-			return obs, obs.TargetOID, err
-		}
-	}
-	if err := observeCitus(ctx, tx, f, &obs); err != nil || obs.TargetMissing {
-		return obs, obs.TargetOID, err
-	}
-	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
-	return obs, obs.TargetOID, err
+	return out
 }
 
 // lacks lists the flow's columns that its target (oid) does not have.

@@ -125,7 +125,7 @@ type deployedTarget struct {
 // flowRow.recreated), on a database with Citus.
 func (in *inspection) citusRecreated(ctx context.Context, q queryer) error {
 	var citus bool
-	if err := q.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&citus); err != nil || !citus {
+	if err := q.QueryRowContext(ctx, `SELECT `+hasCitus).Scan(&citus); err != nil || !citus {
 		return err
 	}
 	for n, f := range in.flows {

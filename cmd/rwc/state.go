@@ -54,8 +54,10 @@ func newStateCheckCmd(g *globals) *cobra.Command {
 		Long: `Check rwc's state without changing anything, and without the state migration
 other commands run first (so it works on the state they refuse): every table,
 column, key and index of schema rwc against this rwc's, the version number in
-rwc.schema_version, each row of rwc.flows against its target (gone, or dropped
-and created again outside rwc), and the flows the event log or the last
+rwc.schema_version, each row of rwc.flows against its target (gone, dropped
+and created again outside rwc, or rebuilt by Citus's alter_distributed_table,
+which the next refresh adopts when it holds rwc's rows), and the flows the
+event log or the last
 deployment names that have no row (see rwc state repair for which of those rwc
 re-adopts, and why).
 
