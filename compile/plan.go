@@ -319,6 +319,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	skipDependents(in.Head, flows)
 	p.Flows = flows
 	for _, fp := range flows {
 		p.Diagnostics = append(p.Diagnostics, fp.diags...)
@@ -403,6 +404,34 @@ func planFlows(in PlanInput, rc predicate.Resolution) ([]FlowPlan, error) {
 		}
 	}
 	return out, nil
+}
+
+// skipDependents marks the flows that read the target of a flow rwc apply
+// refuses as apply skips them, and in turn those that read theirs; flows
+// are in the project's order, each after the flows it reads.
+func skipDependents(head *Project, flows []FlowPlan) {
+	held := map[string]string{} // a flow apply does not refresh → the refused flow why
+	for i := range flows {
+		fp := &flows[i]
+		if fp.Action == ActionRefused {
+			held[fp.Flow] = fp.Flow
+			continue
+		}
+		f := head.Flow(fp.Flow)
+		if f == nil {
+			continue
+		}
+		for _, d := range f.DependsOn {
+			why, ok := held[d.Name()]
+			if !ok {
+				continue
+			}
+			fp.Action, fp.Reasons, fp.SQL, fp.RowCounts = ActionSkipped, []Reason{}, []string{}, RowCounts{}
+			fp.Notes = append(fp.Notes, fmt.Sprintf("rwc apply skips it: it reads the target of %s, and rwc apply refuses %s", d.Name(), why))
+			held[fp.Flow] = why
+			break
+		}
+	}
 }
 
 func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) {

@@ -312,30 +312,48 @@ func planExplainApply(t *testing.T, e *env, dir string) {
 // does.
 func TestPlanShowsApplysRefusal(t *testing.T) {
 	t.Parallel()
+	// u reads t's target: apply skips it when it refuses t.
+	const u = `
+  u:
+    replace_where: d >= date_add(current_date(), -2)
+    columns:
+      d: date
+      k: text
+      v: integer
+    query: |
+      SELECT d, k, v FROM t
+`
 	for _, c := range []struct {
 		name, before, spec, want string
 	}{
 		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, dailySpec, "was dropped and created again outside rwc"},
-		{"not rwc's", `DELETE FROM rwc.flows`, dailySpec, "already exists and was not created by rwc"},
+		{"not rwc's", `DELETE FROM rwc.flows WHERE flow = 't'`, dailySpec, "already exists and was not created by rwc"},
 		{"not partitioned", `SELECT 1`, partSpec, "asks for a partitioned target, but"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newDailyEnv(t)
-			mustApply(t, e, writeSpecs(t, map[string]string{"p.yaml": dailySpec}))
-			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec})
+			mustApply(t, e, writeSpecs(t, map[string]string{"p.yaml": dailySpec + u}))
+			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec + u})
 			e.exec(c.before)
 			file := filepath.Join(t.TempDir(), "plan.json")
 			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error RW503") {
 				t.Fatalf("rwc plan exited %d, want 1 with RW503:\n%s", code, out)
 			}
-			fp := readPlanFile(t, file).Flows[0]
+			var saved compile.Plan
+			if err := json.Unmarshal([]byte(readText(t, file)), &saved); err != nil || len(saved.Flows) != 2 {
+				t.Fatalf("plan of %d flows (%v), want t and u", len(saved.Flows), err)
+			}
+			fp, fu := saved.Flows[0], saved.Flows[1]
+			if fu.Flow != "u" || fu.Action != compile.ActionSkipped || len(fu.SQL) != 0 || !slices.ContainsFunc(fu.Notes, func(n string) bool { return strings.Contains(n, "rwc apply skips it: it reads the target of t") }) {
+				t.Errorf("plan of u, which reads t: %s %v %v", fu.Action, fu.Notes, fu.SQL)
+			}
 			if fp.Action != compile.ActionRefused || !strings.Contains(fp.Refused, c.want) || len(fp.SQL) != 0 {
 				t.Fatalf("plan: action %s, refused %q, %d statements; want refused, %q, none", fp.Action, fp.Refused, len(fp.SQL), c.want)
 			}
 			code, out := runRWC(t, e.dsn, "apply", "--allow-dirty", dir)
-			if code == 0 || !strings.Contains(out, fp.Refused) {
-				t.Fatalf("rwc apply exited %d, want a failure in the plan's words (%s):\n%s", code, fp.Refused, out)
+			if code == 0 || !strings.Contains(out, fp.Refused) || !strings.Contains(out, "skipped: it reads the target of t") {
+				t.Fatalf("rwc apply exited %d, want a failure in the plan's words (%s), u skipped:\n%s", code, fp.Refused, out)
 			}
 			if _, text := runRWC(t, e.dsn, "plan", dir); !strings.Contains(text, "rwc apply refuses it: "+fp.Refused) {
 				t.Errorf("rwc plan does not say it:\n%s", text)
