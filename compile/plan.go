@@ -130,6 +130,9 @@ type BackfillPlan struct {
 	// back, counted now (Statements.CountLost); rwc apply counts again and
 	// refuses the file when there are any, unless it allows the loss.
 	RowsLost *int64 `json:"rows_lost,omitempty"`
+	// Held: why rwc apply does not run it now, pending as it is: its flow
+	// is refused or skipped (FlowPlan.Refused, ActionSkipped).
+	Held string `json:"held,omitempty"`
 }
 
 // PlanSummary counts what a reader wants first.
@@ -343,9 +346,18 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		}
 	}
 	appliedAs := make([]string, len(in.Head.Backfills))
+	held := map[string]Action{}
+	for _, fp := range p.Flows {
+		if fp.Action == ActionRefused || fp.Action == ActionSkipped {
+			held[fp.Flow] = fp.Action
+		}
+	}
 	for i, b := range in.Head.Backfills {
 		var bp BackfillPlan
 		bp, appliedAs[i] = planBackfill(in, b, rc)
+		if a, ok := held[bp.Flow]; ok && (bp.Status == BackfillPending || bp.Status == BackfillPartial) {
+			bp.Held = fmt.Sprintf("rwc apply does not run it: it %s flow %s", map[Action]string{ActionRefused: "refuses", ActionSkipped: "skips"}[a], bp.Flow)
+		}
 		p.Backfills = append(p.Backfills, bp)
 	}
 	for i, b := range p.Backfills {

@@ -334,7 +334,7 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 			t.Parallel()
 			e := newDailyEnv(t)
 			mustApply(t, e, writeSpecs(t, map[string]string{"p.yaml": dailySpec + u}))
-			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec + u})
+			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec + u, "backfills/hist.yaml": histBackfill})
 			e.exec(c.before)
 			file := filepath.Join(t.TempDir(), "plan.json")
 			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error RW503") {
@@ -345,6 +345,9 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 				t.Fatalf("plan of %d flows (%v), want t and u", len(saved.Flows), err)
 			}
 			fp, fu := saved.Flows[0], saved.Flows[1]
+			if len(saved.Backfills) != 1 || !strings.Contains(saved.Backfills[0].Held, "rwc apply does not run it: it refuses flow t") {
+				t.Errorf("plan of t's backfill: %+v", saved.Backfills)
+			}
 			if fu.Flow != "u" || fu.Action != compile.ActionSkipped || len(fu.SQL) != 0 || !slices.ContainsFunc(fu.Notes, func(n string) bool { return strings.Contains(n, "rwc apply skips it: it reads the target of t") }) {
 				t.Errorf("plan of u, which reads t: %s %v %v", fu.Action, fu.Notes, fu.SQL)
 			}

@@ -100,6 +100,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 	}
 	for _, b := range p.Backfills {
 		fmt.Fprintf(w, "%s backfill %s (%s): %s\n", paint("36", "»"), diag.Visible(b.File), b.Flow, b.Status)
+		if b.Held != "" {
+			fmt.Fprintf(w, "      %s %s\n", paint("31", "held:"), b.Held)
+		}
 		fmt.Fprintf(w, "      where: %s\n", diag.Visible(b.Where))
 		if b.Range != "" {
 			fmt.Fprintf(w, "      recomputes: %s\n", diag.Visible(b.Range))
@@ -277,6 +280,9 @@ func writeMdBackfills(b *strings.Builder, p *compile.Plan) {
 		status := bf.Status.String()
 		if note := backfillLoss(bf); note != "" {
 			status += " (" + note + ")"
+		}
+		if bf.Held != "" {
+			status += " (" + mdText(bf.Held) + ")"
 		}
 		fmt.Fprintf(&rows, "| %s | `%s` | %s | %s | %s | %s |\n", mdCode(bf.File), bf.Flow, status, mdCode(bf.Range), rowsShort(bf.RowCounts), mdText(bf.Reason))
 	}
