@@ -312,17 +312,8 @@ func planExplainApply(t *testing.T, e *env, dir string) {
 // does.
 func TestPlanShowsApplysRefusal(t *testing.T) {
 	t.Parallel()
-	// u reads t's target: apply skips it when it refuses t.
-	const u = `
-  u:
-    replace_where: d >= date_add(current_date(), -2)
-    columns:
-      d: date
-      k: text
-      v: integer
-    query: |
-      SELECT d, k, v FROM t
-`
+	// u, t's copy reading t's target: apply skips it when it refuses t.
+	u := strings.NewReplacer("pipeline: p\ntables:\n", "", "  t:", "  u:", "FROM ev", "FROM t").Replace(dailySpec)
 	for _, c := range []struct {
 		name, before, spec, want string
 	}{
