@@ -32,8 +32,8 @@ func TestDistributedIncrementalInsert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(s.Insert, "RETURNING"); got != c.returning || s.PerPartition != c.returning || s.Value != c.value {
-			t.Errorf("%s: RETURNING %v, PerPartition %v, Value %q; want %v, %q:\n%s", c.name, got, s.PerPartition, s.Value, c.returning, c.value, s.Insert)
+		if got := strings.Contains(s.Insert, "RETURNING"); got != c.returning || s.Counted != (Counted{PerValue: c.returning, Value: c.value}) {
+			t.Errorf("%s: RETURNING %v, counted %+v; want %v, %q:\n%s", c.name, got, s.Counted, c.returning, c.value, s.Insert)
 		}
 	}
 }

@@ -257,12 +257,10 @@ type Swap struct {
 	// Load inserts the partition's rows: the query, its predicate pushed
 	// down for the partition's range, so that each source reads that range.
 	Load string
-	// Value, when the range holds one value of the flow's partition column
-	// (a day's partition of a date column) and the refresh counts its
-	// rows per value: that value, as the column prints it. Load then
-	// inserts without RETURNING and its command tag is the count; returning
-	// 9,000 rows to count them cost a third of the load.
-	Value string
+	// Counted: how Load counts its rows per partition value (see
+	// Flow.counted; by its command tag when the range holds one value of
+	// the flow's partition column, a day's partition of a date column).
+	Counted Counted
 	// Prepare builds the target's indexes on the loaded rows (ATTACH
 	// attaches them rather than building its own under the lock), and
 	// gives it rwc's trigger (partitionTriggers).
@@ -297,14 +295,15 @@ func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bo
 	if err != nil {
 		return Swap{}, err
 	}
-	value := ""
-	switch {
-	case perPartition && f.oneValue(r):
-		value = r.from.String()
-	case perPartition:
-		load = f.perPartition(load)
+	var counted Counted
+	if perPartition {
+		one := ""
+		if f.oneValue(r) {
+			one = r.from.String()
+		}
+		load, counted = f.counted(load, one)
 	}
-	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage, Load: load, Value: value,
+	s := Swap{From: r.from.String(), To: r.to.String(), Partition: f.qualified(old), Stage: stage, Load: load, Counted: counted,
 		Build: fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS, CONSTRAINT %s CHECK (%s))", stage, f.Target(),
 			pq.QuoteIdentifier(stageName+"_bound"), f.rangeSQL(r)),
 	}
@@ -401,7 +400,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		return s, err
 	}
 	if perPartition {
-		s.Insert, s.PerPartition = f.perPartition(s.Insert), true
+		s.Insert, s.Counted = f.counted(s.Insert, "")
 	}
 	ranges, err := f.partitionsOf(p, obs.Today)
 	if err != nil {
@@ -460,7 +459,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	}
 	s.CountSwapped = countSwapped(s.Swaps)
 	if predicate.Contains(union, p) {
-		s.Delete, s.Insert, s.PerPartition = "", "", perPartition
+		s.Delete, s.Insert = "", ""
 		return s, nil
 	}
 	// The rest: p outside the swapped partitions.
@@ -474,7 +473,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 	}
 	s.Delete, s.Insert = r.Delete, r.Insert
 	if perPartition {
-		s.Insert = f.perPartition(s.Insert)
+		s.Insert, s.Counted = f.counted(s.Insert, "")
 	}
 	return s, nil
 }

@@ -324,12 +324,12 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	skipDependents(in.Head, flows)
 	p.Flows = flows
+	if in.Observe != nil {
+		p.Basis.Targets = map[string]uint32{}
+	}
 	for _, fp := range flows {
 		p.Diagnostics = append(p.Diagnostics, fp.diags...)
-		if in.Observe != nil {
-			if p.Basis.Targets == nil {
-				p.Basis.Targets = map[string]uint32{}
-			}
+		if p.Basis.Targets != nil {
 			p.Basis.Targets[fp.Flow] = fp.targetOID
 		}
 	}
@@ -356,7 +356,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		var bp BackfillPlan
 		bp, appliedAs[i] = planBackfill(in, b, rc)
 		if a, ok := held[bp.Flow]; ok && (bp.Status == BackfillPending || bp.Status == BackfillPartial) {
-			bp.Held = fmt.Sprintf("rwc apply does not run it: it %s flow %s", map[Action]string{ActionRefused: "refuses", ActionSkipped: "skips"}[a], bp.Flow)
+			bp.Held = fmt.Sprintf("rwc apply does not run it: flow %s is %s", bp.Flow, a)
 		}
 		p.Backfills = append(p.Backfills, bp)
 	}
@@ -475,7 +475,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	st, haveState := in.State[f.Name()]
 	// With a database (its state, if any, read): what rwc apply would do
 	// with the table under the target's name.
-	if in.Observe != nil && in.adopted(f, st, obs, &fp) {
+	if in.Observe != nil && refusesTarget(f, st, obs, &fp) {
 		return fp, nil
 	}
 	assumed := st
@@ -560,11 +560,11 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	return fp, nil
 }
 
-// adopted notes what rwc apply does with the table that holds the target's
-// name (TargetVerdict), and reports whether it refuses it: the plan then
-// shows the refusal, in apply's words, and no statement, and reports it
-// as an error (RW503): the apply would fail.
-func (in PlanInput) adopted(f *Flow, st FlowState, obs Observation, fp *FlowPlan) (refused bool) {
+// refusesTarget notes on fp what rwc apply does with the table that holds
+// the target's name (TargetVerdict), and reports whether it refuses it:
+// the plan then shows the refusal, in apply's words, and no statement, and
+// reports it as an error (RW503): the apply would fail.
+func refusesTarget(f *Flow, st FlowState, obs Observation, fp *FlowPlan) bool {
 	var changes []ColumnChange
 	if st.Found {
 		changes = f.ColumnChanges(st.Columns)

@@ -29,13 +29,9 @@ type Statements struct {
 	Delete        string // DELETE the window; of every row for a full refresh (never TRUNCATE: see Statements)
 	Insert        string // INSERT BY NAME, predicate pushed down
 	Yield         string // the SELECT that Insert inserts (a plan estimates its rows)
-	// PerPartition: Insert returns, for each partition value (as text), the
-	// rows it inserted there (an incremental write; see Flow.Writes).
-	PerPartition bool
-	// Value, of an incremental write of one partition value: that value,
-	// as the column prints it. Insert then returns no rows, and its
-	// command tag is the value's count (see Swap.Value).
-	Value        string
+	// Counted: how Insert counts its rows per partition value (an
+	// incremental write; see Flow.Writes).
+	Counted      Counted
 	CountOutside string   // rows a full refresh loses: outside the window
 	PushedTo     []string // sources the predicate was pushed to
 	// CountLost counts the rows the DELETE removes that the INSERT does not

@@ -34,7 +34,7 @@ type Explained struct {
 	Checks compile.Checks
 	// Refused: why the refresh refuses the table under the target's name
 	// (compile.Flow.TargetVerdict), changing nothing; it then writes
-	// nothing.
+	// nothing (no Writes).
 	Refused string
 }
 
@@ -67,7 +67,7 @@ func Explain(ctx context.Context, db *sql.DB, req Request, opts Options) (Explai
 	in.Observed.Today = res.Today()
 	ex.Observed = in.Observed
 	if db != nil && ex.refused(f, in) {
-		ex.Window, ex.Writes = resolved.Root.CEL(), []compile.Statements{{}}
+		ex.Window = resolved.Root.CEL()
 		return ex, nil
 	}
 	switch {

@@ -137,7 +137,7 @@ func (r *Runner) checkQuery(ctx context.Context, conn *sql.Conn, f *compile.Flow
 	if _, err := tx.ExecContext(ctx, "SET TRANSACTION READ ONLY"); err != nil {
 		return err
 	}
-	if _, _, err := observe(ctx, tx, f); err != nil {
+	if _, err := observe(ctx, tx, f); err != nil {
 		return queryError(f, err)
 	}
 	return nil

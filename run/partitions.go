@@ -162,7 +162,7 @@ func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		if _, err := tx.ExecContext(ctx, sw.Build); err != nil {
 			return 0, 0, err
 		}
-		n, err := insertRows(ctx, tx, f, sw.Load, stmts.PerPartition && sw.Value == "", sw.Value, counts)
+		n, err := insertRows(ctx, tx, f, sw.Load, sw.Counted, counts)
 		if err != nil {
 			return 0, 0, err
 		}

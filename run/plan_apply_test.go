@@ -336,7 +336,7 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 				t.Fatalf("plan of %d flows (%v), want t and u", len(saved.Flows), err)
 			}
 			fp, fu := saved.Flows[0], saved.Flows[1]
-			if len(saved.Backfills) != 1 || !strings.Contains(saved.Backfills[0].Held, "rwc apply does not run it: it refuses flow t") {
+			if len(saved.Backfills) != 1 || !strings.Contains(saved.Backfills[0].Held, "rwc apply does not run it: flow t is refused") {
 				t.Errorf("plan of t's backfill: %+v", saved.Backfills)
 			}
 			if fu.Flow != "u" || fu.Action != compile.ActionSkipped || len(fu.SQL) != 0 || !slices.ContainsFunc(fu.Notes, func(n string) bool { return strings.Contains(n, "rwc apply skips it: it reads the target of t") }) {

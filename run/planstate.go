@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/rwc-dev/rwc/compile"
 )
 
@@ -140,18 +142,22 @@ func CheckPlanCurrent(ctx context.Context, db *sql.DB, saved *compile.Plan, p *c
 // the saved plan saw (Basis.Targets): what it refused or adopted, or
 // created, is no longer what apply would.
 func targetsMoved(ctx context.Context, db *sql.DB, saved *compile.Plan) ([]string, error) {
-	var moved []string
+	var planned []compile.FlowPlan
+	var names []string
 	for _, fp := range saved.Flows {
-		was, ok := saved.Basis.Targets[fp.Flow]
-		if !ok {
-			continue
+		if _, ok := saved.Basis.Targets[fp.Flow]; ok {
+			planned, names = append(planned, fp), append(names, fp.Target)
 		}
-		var now uint32
-		if err := db.QueryRowContext(ctx, `SELECT coalesce(to_regclass($1)::oid, 0)`, fp.Target).Scan(&now); err != nil {
-			return nil, err
-		}
-		if now != was {
-			moved = append(moved, fmt.Sprintf("the table under flow %s's target %s changed (table id %d when planned, %d now)", fp.Flow, fp.Target, was, now))
+	}
+	var now []int64
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(array_agg(coalesce(to_regclass(t)::oid, 0)::int8 ORDER BY n), '{}') FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)`,
+		pq.Array(names)).Scan(pq.Array(&now)); err != nil {
+		return nil, err
+	}
+	var moved []string
+	for i, fp := range planned {
+		if was := saved.Basis.Targets[fp.Flow]; uint32(now[i]) != was {
+			moved = append(moved, fmt.Sprintf("the table under flow %s's target %s changed (table id %d when planned, %d now)", fp.Flow, fp.Target, was, now[i]))
 		}
 	}
 	return moved, nil

@@ -346,7 +346,7 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 	}
 	var inserted int64
 	if stmts.Insert != "" {
-		n, err := insertRows(ctx, tx, f, stmts.Insert, stmts.PerPartition, stmts.Value, counts)
+		n, err := insertRows(ctx, tx, f, stmts.Insert, stmts.Counted, counts)
 		if err != nil {
 			return written{}, err
 		}
@@ -367,16 +367,16 @@ type written struct {
 
 // insertRows runs an INSERT of the query's rows (into the target, or a
 // staging table) and returns how many it inserted, adding them to counts
-// per partition value: returned by it (perPartition), or all of value's.
-func insertRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, insert string, perPartition bool, value string, counts map[string]int64) (int64, error) {
-	if !perPartition {
+// per partition value as c says it counts them.
+func insertRows(ctx context.Context, tx *sql.Tx, f *compile.Flow, insert string, c compile.Counted, counts map[string]int64) (int64, error) {
+	if !c.PerValue {
 		r, err := userExec(ctx, tx, insert)
 		if err != nil {
 			return 0, queryError(f, err)
 		}
 		n, err := r.RowsAffected()
-		if value != "" && n > 0 && counts != nil {
-			counts[value] += n
+		if c.Value != "" && n > 0 && counts != nil {
+			counts[c.Value] += n
 		}
 		return n, err
 	}

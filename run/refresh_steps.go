@@ -96,7 +96,6 @@ type refreshTx struct {
 	// override's); window the flow's own, which fingerprints describe.
 	resolved, window *predicate.Predicate
 	obs              compile.Observation
-	oid              uint32 // the target's, 0 when there is none
 	st               compile.FlowState
 	pre, dec         compile.Decision // before the capture, and as it stands
 	stmts            compile.Statements
@@ -141,13 +140,13 @@ func (r *Runner) begin(ctx context.Context, conn *sql.Conn) (*sql.Tx, error) {
 func (rt *refreshTx) observe(ctx context.Context) error {
 	f, req := rt.f, rt.req
 	var err error
-	if rt.obs, rt.oid, err = observe(ctx, rt.tx, f); err != nil {
+	if rt.obs, err = observe(ctx, rt.tx, f); err != nil {
 		return queryError(f, err)
 	}
 	for _, m := range rt.obs.Mismatches {
 		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), m)
 	}
-	if err := observePartitions(ctx, rt.tx, rt.oid, &rt.obs); err != nil {
+	if err := observePartitions(ctx, rt.tx, rt.obs.TargetOID, &rt.obs); err != nil {
 		return err
 	}
 	rt.obs.Today = rt.r.today()
@@ -199,10 +198,10 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	if res.RowsLost, err = rt.r.guardLoss(ctx, rt.tx, req, rt.st, rt.stmts, rt.resolved, rt.obs); err != nil {
 		return err
 	}
-	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.oid, rt.obs.Citus); err != nil {
+	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.obs.TargetOID, rt.obs.Citus); err != nil {
 		return err
 	}
-	if rt.oid == 0 && rt.stmts.Distribute != "" {
+	if rt.obs.TargetOID == 0 && rt.stmts.Distribute != "" {
 		// Created a Citus table: probed as one from now on.
 		rt.obs.Distributed = append(rt.obs.Distributed, f.Target())
 	}

@@ -28,36 +28,36 @@ var pgTypeNames = map[string]string{
 // stored into a date column, the predicate means something else on the
 // sources), what keeps its changes from being read from its sources' rows,
 // and whether the target exists. It plans the query without running it.
-func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, uint32, error) {
+func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observation, error) {
 	var obs compile.Observation
 	// The target's oid (0: missing) first, and whether the database has
 	// Citus: what the refresh does with the table under its name
 	// (compile.Flow.TargetVerdict) does not wait for the query to describe.
 	var oid sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass($1)::oid, `+hasCitus, f.Target()).Scan(&oid, &obs.Citus); err != nil {
-		return obs, 0, err
+		return obs, err
 	}
 	obs.TargetOID, obs.TargetMissing = uint32(oid.Int64), !oid.Valid
 	if obs.Citus {
 		if err := observeDistribution(ctx, tx, f, &obs); err != nil {
-			return obs, obs.TargetOID, err
+			return obs, err
 		}
 	}
 	types, err := describeQuery(ctx, tx, f.Query.Body)
 	if err != nil {
-		return obs, obs.TargetOID, err
+		return obs, err
 	}
 	obs.Mismatches = mismatches(f, types)
 	if f.Incremental() && len(obs.Mismatches) == 0 {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
-			return obs, obs.TargetOID, err
+			return obs, err
 		}
 	}
 	if obs.TargetMissing {
-		return obs, 0, nil
+		return obs, nil
 	}
 	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
-	return obs, obs.TargetOID, err
+	return obs, err
 }
 
 // mismatches lists the predicate's columns whose type in the query's
@@ -110,7 +110,7 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 		return compile.Observation{}, err
 	}
 	defer tx.Rollback()
-	obs, oid, err := observe(ctx, tx, f)
+	obs, err := observe(ctx, tx, f)
 	if err != nil && !isLockTimeout(err) {
 		err = queryError(f, err)
 		var qe *QueryError
@@ -123,7 +123,7 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 		}
 	}
 	if err == nil {
-		err = observePartitions(ctx, tx, oid, &obs)
+		err = observePartitions(ctx, tx, obs.TargetOID, &obs)
 	}
 	if err == nil && !obs.TargetMissing {
 		// What the plan compares the spec's indexes with (the refresh reads
