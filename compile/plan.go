@@ -556,8 +556,31 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		for _, sw := range writes[len(writes)-1].Swaps {
 			fp.Swapped = append(fp.Swapped, sw.From)
 		}
+		fp.noteDefaultLocked(writes, obs)
 	}
 	return fp, nil
+}
+
+// noteDefaultLocked says what a DEFAULT partition costs readers when the
+// refresh creates partitions: ATTACH PARTITION scans the DEFAULT one for
+// rows of the new range under ACCESS EXCLUSIVE, which the refresh holds to
+// its commit, so a reader whose scan is not pruned away from it waits for
+// the whole refresh, not only for the swap's lock.
+func (fp *FlowPlan) noteDefaultLocked(writes []Statements, obs Observation) {
+	if obs.DefaultPartition == "" {
+		return
+	}
+	premade, overflow := false, false
+	for _, w := range writes {
+		premade = premade || len(w.Premake) > 0
+		overflow = overflow || w.Overflow != ""
+	}
+	switch {
+	case premade:
+		fp.Notes = append(fp.Notes, fmt.Sprintf("the refresh creates partitions, and the target has a DEFAULT partition (%s): each ATTACH PARTITION locks %s (ACCESS EXCLUSIVE) until the refresh commits, so readers whose queries scan it (those not pruned to other partitions) wait for the whole refresh, not only for the swap; without a DEFAULT partition they wait for the swap alone", obs.DefaultPartition, obs.DefaultPartition))
+	case overflow:
+		fp.Notes = append(fp.Notes, fmt.Sprintf("the target has a DEFAULT partition (%s): should the query yield rows after the partitions there are, the refresh creates theirs, and each ATTACH PARTITION locks %s (ACCESS EXCLUSIVE) until the refresh commits, so readers whose queries scan it wait for the whole refresh", obs.DefaultPartition, obs.DefaultPartition))
+	}
 }
 
 // refusesTarget notes on fp what rwc apply does with the table that holds
