@@ -149,6 +149,7 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 	probe := func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 		return probeTarget(ctx, tx, f, window, stored, prior, c.obs)
 	}
+	locks := f.ProbeLocks(c.obs, window, prior)
 	if e, ok := c.epochs.of(f.Target()); ok && c.vouching && e.Trusted && !e.Changed {
 		if c.forced != "" {
 			// The whole window is recomputed, and nothing of the target's
@@ -164,6 +165,7 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 				c.target = readyProbe(rows)
 				return nil
 			}
+			locks = f.ProbeLocks(c.obs, region)
 			probe = func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				tp, err := f.TargetProbe([]*predicate.Predicate{region}, uint32(stored.rewrite.writer), c.obs)
 				if err != nil {
@@ -175,7 +177,7 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 		}
 	}
 	var err error
-	c.target, err = c.r.aside(ctx, tx, c.spare, []string{f.Target()}, probe)
+	c.target, err = c.r.aside(ctx, tx, c.spare, locks, probe)
 	return err
 }
 

@@ -24,12 +24,14 @@ func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.
 	if oid == 0 {
 		return nil
 	}
-	var names, bounds []string
-	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce(ps.names, '{}'), coalesce(ps.bounds, '{}'),
+	var names, qualified, bounds []string
+	err := q.QueryRowContext(ctx, `SELECT c.relkind = 'p', coalesce(ps.names, '{}'), coalesce(ps.qualified, '{}'), coalesce(ps.bounds, '{}'),
 		EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = $2)
-		FROM pg_class c LEFT JOIN LATERAL (SELECT array_agg(p.relname ORDER BY p.relname, p.oid) AS names, array_agg(pg_get_expr(p.relpartbound, 0) ORDER BY p.relname, p.oid) AS bounds
-			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid) ps ON true
-		WHERE c.oid = $1`, oid, compile.CaptureTrigger).Scan(&obs.Partitioned, pq.Array(&names), pq.Array(&bounds), &obs.TargetTriggers)
+		FROM pg_class c LEFT JOIN LATERAL (SELECT array_agg(p.relname ORDER BY p.relname, p.oid) AS names,
+				array_agg(quote_ident(n.nspname) || '.' || quote_ident(p.relname) ORDER BY p.relname, p.oid) AS qualified,
+				array_agg(pg_get_expr(p.relpartbound, 0) ORDER BY p.relname, p.oid) AS bounds
+			FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid JOIN pg_namespace n ON n.oid = p.relnamespace WHERE i.inhparent = c.oid) ps ON true
+		WHERE c.oid = $1`, oid, compile.CaptureTrigger).Scan(&obs.Partitioned, pq.Array(&names), pq.Array(&qualified), pq.Array(&bounds), &obs.TargetTriggers)
 	if err != nil {
 		return err
 	}
@@ -37,6 +39,7 @@ func observePartitions(ctx context.Context, q queryer, oid uint32, obs *compile.
 	for i, name := range names {
 		bound := bounds[i]
 		if b, ok := parseBound(name, bound); ok {
+			b.Qualified = qualified[i]
 			obs.Partitions = append(obs.Partitions, b)
 		} else {
 			if bound == "DEFAULT" {

@@ -492,6 +492,28 @@ func TestPartitionSwapLocksOnlyWhatItReplaces(t *testing.T) {
 	}
 }
 
+// The target's probe, beside the write, locks the parent alone and the
+// partitions it reads, not every partition (compile.Flow.ProbeLocks): a
+// session holding a history partition (VACUUM FULL, an index build on it)
+// does not stall the refresh, and the probe opens a few partitions, not a
+// year of them.
+func TestPartitionTargetProbeLocksOnlyWhatItReads(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	next := now0.Add(24 * time.Hour)
+	refresh(t, e.runner(next), reqWindow(f)) // 2026-03-08 leaves the window
+	_, release := lockHolder(t, e, `LOCK TABLE t_p20260308 IN ACCESS EXCLUSIVE MODE`)
+	defer release()
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	r := run.New(e.db, run.Options{Now: func() time.Time { return next }, LockTimeout: 300 * time.Millisecond})
+	res := refresh(t, r, reqWindow(f))
+	if res.Action != compile.ActionIncremental || len(res.Swapped) != 1 || res.Swapped[0] != "2026-03-10" {
+		t.Fatalf("%s, swapped %v; want incremental, swapped [2026-03-10]", res.Action, res.Swapped)
+	}
+}
+
 // A DEFAULT partition is in the swap's lock step: ATTACH scans it under
 // ACCESS EXCLUSIVE, and a reader of it would otherwise make the ATTACH
 // wait with the parent held from every reader, for up to the lock timeout;
