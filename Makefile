@@ -4,7 +4,11 @@ GO      ?= go
 BIN     := bin/rwc
 PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
-TESTFLAGS ?= -count=1
+# run/ takes about 5 minutes alone (its equivalence sequences); with every
+# package testing beside it on two cores it has passed go test's default
+# 10-minute limit, so the limit is set above what a loaded machine needs
+# and still stops a hung test.
+TESTFLAGS ?= -count=1 -timeout 25m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Lints the CI recipe's workflows (and, where shellcheck is installed, their
 # run: scripts; shellcheck is not required).
