@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/rwc
 PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
-# run/ takes about 5 minutes alone (its equivalence sequences); with every
+# run/ takes about 4.5 minutes alone (233 s of it its equivalence sequences); with every
 # package testing beside it on two cores it has passed go test's default
 # 10-minute limit, so the limit is set above what a loaded machine needs
 # and still stops a hung test.
