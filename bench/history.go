@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // benchHistory measures what a target's history costs a 7-day window's
@@ -26,7 +28,8 @@ import (
 // autovacuum off and a reader's waits during their swaps, and an
 // incremental refresh of one changed day against the whole window; on the
 // plain target of the last level, 100 consecutive refreshes with
-// autovacuum off, rwc's own VACUUM all that keeps it healthy (issue #17).
+// autovacuum off, rwc's own VACUUM all that keeps it healthy, then 100
+// with autovacuum on, which keeps it healthy at rwc's threshold (issue #17).
 func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, levels []int, rounds int) error {
 	const perDay = 9000 // the window's rows a day: 7 days, 63,000 rows
 	fmt.Printf("sources: %d rows a day over the 7-day window (%d rows), a 1000-row dimension\n", perDay, 7*perDay)
@@ -100,7 +103,15 @@ func benchHistory(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, leve
 	if err := benchIncrementalPartitioned(ctx, db, last, touchDim, rounds, perDay); err != nil {
 		return err
 	}
-	return benchRepeatPlain(ctx, db, targets[len(targets)-2], touchDim, 100)
+	plain := targets[len(targets)-2]
+	if err := benchRepeatPlain(ctx, db, plain, touchDim, 100, map[string]string{"autovacuum": "off"}, "autovacuum off"); err != nil {
+		return err
+	}
+	// Back to back, a refresh every few hundred milliseconds: autovacuum
+	// looks at the database every second, as often against the refreshes
+	// as its default minute against a flow refreshed every few minutes.
+	return benchRepeatPlain(ctx, db, plain, touchDim, 100, map[string]string{"autovacuum": "on", "autovacuum_naptime": "1s"},
+		"autovacuum on (autovacuum_naptime = 1s)")
 }
 
 // histTarget is one flow of benchHistory and what its refreshes measured.
@@ -243,10 +254,12 @@ func benchRepeatPartitioned(ctx context.Context, db *sql.DB, t *histTarget, touc
 }
 
 // benchRepeatPlain runs n whole-window refreshes of the plain target in a
-// row with autovacuum off (issue #17): rwc's own VACUUM, when due, is all
-// that keeps it healthy. The 100th against the first, the VACUUMs among
-// them, and the table's size (with its indexes) before and after.
-func benchRepeatPlain(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int) error {
+// row (issue #17), under the server settings set: with autovacuum off,
+// rwc's own VACUUM, when due, is all that keeps it healthy; with it on,
+// autovacuum does, at the threshold rwc gave the target. The 100th
+// against the first, the VACUUMs among them, and the table's size (with
+// its indexes) before and after.
+func benchRepeatPlain(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int, set map[string]string, how string) error {
 	size := func() (int64, error) {
 		var b int64
 		err := db.QueryRowContext(ctx, `SELECT pg_total_relation_size($1::regclass)`, t.flow).Scan(&b)
@@ -256,7 +269,7 @@ func benchRepeatPlain(ctx context.Context, db *sql.DB, t *histTarget, touchDim f
 	if err != nil {
 		return err
 	}
-	rep, err := repeatRefreshes(ctx, db, t, touchDim, n, func(refresh func() error) error { return refresh() })
+	rep, err := repeatWith(ctx, db, t, touchDim, n, set, func(refresh func() error) error { return refresh() })
 	if err != nil {
 		return err
 	}
@@ -264,39 +277,50 @@ func benchRepeatPlain(ctx context.Context, db *sql.DB, t *histTarget, touchDim f
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nplain target (%d rows of history): %d whole-window refreshes in a row, autovacuum off (%s), the last against the first:\n\n", t.rows, n, counts(rep.actions))
+	fmt.Printf("\nplain target (%d rows of history): %d whole-window refreshes in a row, %s (%s), the last against the first:\n\n", t.rows, n, how, counts(rep.actions))
 	rep.print()
-	fmt.Printf("\nrwc's VACUUMs among them: %d; the slowest rwc apply: %s; the table with its indexes: %.1f MB before, %.1f MB after (%.3f×)\n",
-		rep.vacuums, percentile(rep.wall, 1).Round(time.Millisecond), float64(before)/1e6, float64(after)/1e6, float64(after)/float64(before))
+	fmt.Printf("\nVACUUMs of the target among them: %d by rwc, %d by autovacuum; the slowest rwc apply: %s; the table with its indexes: %.1f MB before, %.1f MB after (%.3f×)\n",
+		rep.vacuums, rep.autovacuums, percentile(rep.wall, 1).Round(time.Millisecond), float64(before)/1e6, float64(after)/1e6, float64(after)/float64(before))
 	fmt.Println("goals: the 100th ≤ 1.1× the first; the size flat")
 	return nil
 }
 
 // repeated is what repeatRefreshes measured.
 type repeated struct {
-	wall, inTx []time.Duration
-	actions    map[string]int
-	vacuums    int64 // of the target, by anyone (autovacuum is off)
+	wall, inTx  []time.Duration
+	actions     map[string]int
+	vacuums     int64 // of the target, by rwc (or by hand)
+	autovacuums int64 // of the target, by autovacuum
 }
 
 // repeatRefreshes runs n whole-window refreshes of t in a row with
 // autovacuum off, inside around (which may measure beside them).
 func repeatRefreshes(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int, around func(func() error) error) (repeated, error) {
-	for _, stmt := range []string{`ALTER SYSTEM SET autovacuum = off`, `SELECT pg_reload_conf()`} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+	return repeatWith(ctx, db, t, touchDim, n, map[string]string{"autovacuum": "off"}, around)
+}
+
+// repeatWith runs n whole-window refreshes of t in a row under the server
+// settings set (reset after), inside around.
+func repeatWith(ctx context.Context, db *sql.DB, t *histTarget, touchDim func() error, n int, set map[string]string, around func(func() error) error) (repeated, error) {
+	for name, value := range set {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`ALTER SYSTEM SET %s = %s`, name, pq.QuoteLiteral(value))); err != nil {
 			return repeated{}, err
 		}
 	}
+	if _, err := db.ExecContext(ctx, `SELECT pg_reload_conf()`); err != nil {
+		return repeated{}, err
+	}
 	defer func() {
-		db.ExecContext(ctx, `ALTER SYSTEM RESET autovacuum`)
+		for name := range set {
+			db.ExecContext(ctx, `ALTER SYSTEM RESET `+name)
+		}
 		db.ExecContext(ctx, `SELECT pg_reload_conf()`)
 	}()
-	vacuumed := func() (int64, error) {
-		var v int64
-		err := db.QueryRowContext(ctx, `SELECT pg_stat_get_vacuum_count($1::regclass) + pg_stat_get_autovacuum_count($1::regclass)`, t.flow).Scan(&v)
-		return v, err
+	vacuumed := func() (v, av int64, err error) {
+		err = db.QueryRowContext(ctx, `SELECT pg_stat_get_vacuum_count($1::regclass), pg_stat_get_autovacuum_count($1::regclass)`, t.flow).Scan(&v, &av)
+		return v, av, err
 	}
-	v0, err := vacuumed()
+	v0, av0, err := vacuumed()
 	if err != nil {
 		return repeated{}, err
 	}
@@ -317,8 +341,8 @@ func repeatRefreshes(ctx context.Context, db *sql.DB, t *histTarget, touchDim fu
 	}
 	// The statistics collector reports what a backend did when it goes idle.
 	time.Sleep(time.Second)
-	v1, err := vacuumed()
-	return repeated{wall: t.wall, inTx: t.inTx, actions: t.actions, vacuums: v1 - v0}, err
+	v1, av1, err := vacuumed()
+	return repeated{wall: t.wall, inTx: t.inTx, actions: t.actions, vacuums: v1 - v0, autovacuums: av1 - av0}, err
 }
 
 func (r repeated) print() {

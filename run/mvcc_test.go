@@ -274,14 +274,16 @@ func TestRefreshFailingAfterColumnChange(t *testing.T) {
 
 // A full refresh's DELETE leaves every row it deleted dead (a TRUNCATE left
 // none): they count towards the VACUUM after it like any refresh's, and
-// once they reach four windows' worth (here the floor, 4000 rows) the
-// target is vacuumed right after.
+// once they reach four windows' worth (here the floor, 4000 rows) rwc
+// vacuums the target right after, when autovacuum does not (off on the
+// table here).
 func TestFullRefreshCountsDeadRows(t *testing.T) {
 	t.Parallel()
 	e := newDailyEnv(t)
 	r := e.runner(now0)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	refresh(t, r, reqWindow(f)) // created: vacuumed, nothing dead
+	e.exec(`ALTER TABLE t SET (autovacuum_enabled = off)`)
 	vacuums := func() int64 { return e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`) }
 
 	e.exec(`INSERT INTO t SELECT DATE '2026-03-01', 'dml', i FROM generate_series(1, 100) i`)

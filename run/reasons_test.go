@@ -616,44 +616,85 @@ func TestEmptyWindowStaysIncremental(t *testing.T) {
 	expectPartitions(t, s.refresh(), "2026-04-02")
 }
 
-// Refreshes that delete and re-insert rows do not make the target grow
-// without bound: rwc vacuums once its refreshes left four windows' worth of
-// dead rows, so later refreshes reuse the space. (Here the window is 30%
-// of the table; without VACUUM, 40 refreshes would leave 40 generations.)
+// Repeated window refreshes on a table do not grow it without bound: the
+// target is vacuumed once its refreshes left four windows' worth of dead
+// rows, so later refreshes reuse the space. (Here the window is 30% of the
+// table; without VACUUM, 40 refreshes would leave 40 generations.) By rwc
+// here, autovacuum being off on the table; by autovacuum in
+// TestAutovacuumKeepsTargetHealthy.
 func TestRepeatedRefreshesKeepTargetSize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(`CREATE TABLE ev (d date, k text, v integer);
-		INSERT INTO ev SELECT DATE '2026-03-01' + i % 10, 'k' || i, i FROM generate_series(1, 10000) i`)
-	s := newScenario(t, e, dailySpec)
-	s.refresh()
-	churn := func() {
-		t.Helper()
-		e.exec(`UPDATE ev SET v = v + 1 WHERE d >= '2026-03-08'`)
-		res := s.refresh()
-		if res.RowsDeleted != 3000 || res.RowsInserted != 3000 {
-			t.Fatalf("refresh -%d +%d, want the window's 3000 rows recomputed", res.RowsDeleted, res.RowsInserted)
-		}
-	}
-	size := func() int64 { return e.count(`SELECT pg_relation_size('t')`) }
-	churn()
-	first := size()
-	for range 10 {
-		churn()
-	}
-	mid := size()
-	for range 30 {
-		churn()
-	}
+	s, size := churnedTarget(t, e)
+	e.exec(`ALTER TABLE t SET (autovacuum_enabled = off)`)
+	first, mid, last := size(1), size(10), size(30)
 	// Room for the live rows and up to four windows' worth of dead ones (a
 	// window here is 30% of the table), as long as the refreshes go on; no
 	// more after 40 refreshes than after 10. Without VACUUM the table would
 	// hold 41 generations of the window, 13 times the table's live rows.
-	if last := size(); last > mid || float64(last) > 3*float64(first) {
+	if last > mid || float64(last) > 3*float64(first) {
 		t.Errorf("the target grew from %d bytes after 1 refresh to %d after 11 and %d after 41", first, mid, last)
 	}
-	if dead := e.count(`SELECT dead_rows FROM rwc.flows`); dead >= 12000 {
+	if dead := s.e.count(`SELECT dead_rows FROM rwc.flows`); dead >= 12000 {
 		t.Errorf("rwc.flows.dead_rows = %d after a refresh, want under four windows (12000): it should have vacuumed", dead)
+	}
+}
+
+// On a server whose autovacuum runs, autovacuum keeps the target healthy
+// at the threshold rwc gave it, four windows' worth of dead rows, and rwc
+// never vacuums it. The target holds 100 windows of history: by its
+// default settings, autovacuum would wait for a fifth of it, 20 windows,
+// to be dead. Two refreshes come to each of autovacuum's visits (every
+// second here, every minute by default), as a flow refreshed every half
+// minute would; the server counts dead rows up to a second late.
+func TestAutovacuumKeepsTargetHealthy(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.Server(t, "autovacuum_naptime = 1s")
+	if err := run.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	e := &env{t: t, db: db, dsn: dsn}
+	s, refresh := churnedTarget(t, e)
+	s.dml(`INSERT INTO %s SELECT DATE '2025-03-01' + i %% 300, 'history', i FROM generate_series(1, 300000) i`)
+	e.exec(`ANALYZE t`)
+	var peak int64
+	for range 30 {
+		time.Sleep(500 * time.Millisecond)
+		refresh(1)
+		peak = max(peak, e.count(`SELECT dead_rows FROM rwc.flows`))
+	}
+	t.Logf("peak %d", peak)
+	if peak >= 15*3000 {
+		t.Errorf("up to %d dead rows in the target; want autovacuum to have run at four windows' worth (12,000) and a few refreshes after", peak)
+	}
+	if n := e.count(`SELECT pg_stat_get_autovacuum_count('t'::regclass)`); n == 0 {
+		t.Errorf("autovacuum never vacuumed the target in 30 refreshes")
+	}
+	if n := e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`); n != 1 {
+		t.Errorf("rwc vacuumed the target %d times; want once, at its creation", n)
+	}
+}
+
+// churnedTarget is a target whose window holds 3 of 10 days, 3000 rows of
+// a 10,000-row table, created by a first refresh; refresh(n) refreshes the
+// window n times (changing all of it first each time) and returns the
+// table's size.
+func churnedTarget(t *testing.T, e *env) (*scenario, func(n int) int64) {
+	t.Helper()
+	e.exec(`CREATE TABLE ev (d date, k text, v integer);
+		INSERT INTO ev SELECT DATE '2026-03-01' + i % 10, 'k' || i, i FROM generate_series(1, 10000) i`)
+	s := newScenario(t, e, dailySpec)
+	s.refresh()
+	return s, func(n int) int64 {
+		t.Helper()
+		for range n {
+			e.exec(`UPDATE ev SET v = v + 1 WHERE d >= '2026-03-08'`)
+			res := s.refresh()
+			if res.RowsDeleted != 3000 || res.RowsInserted != 3000 {
+				t.Fatalf("refresh -%d +%d, want the window's 3000 rows recomputed", res.RowsDeleted, res.RowsInserted)
+			}
+		}
+		return e.count(`SELECT pg_relation_size('t')`)
 	}
 }
 

@@ -362,12 +362,17 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 		if windowRows, err = storeCapture(ctx, rt.tx, rt.c, rt.dec, req.Mode == Override, rt.fpWindow, rt.resolved, rt.dirtyBefore, res.RowsInserted, rt.counts); err != nil {
 			return churn{}, err
 		}
-		// A swap changes the target's catalog rows: what its triggers
-		// vouch for is stored after it (swap).
-		if rt.c.epochs != nil {
-			if err := rt.epochsAfter(ctx); err != nil {
-				return churn{}, err
-			}
+	}
+	// Before the epochs: it may change the target's catalog row.
+	c, err := trackChurn(ctx, rt.tx, f, res, windowRows, req.Mode != Override)
+	if err != nil {
+		return churn{}, err
+	}
+	// A swap changes the target's catalog rows: what its triggers vouch
+	// for is stored after it (swap).
+	if rt.dec.Capture && rt.storeTarget && rt.c.epochs != nil {
+		if err := rt.epochsAfter(ctx); err != nil {
+			return churn{}, err
 		}
 	}
 	if rt.c.epochs != nil {
@@ -382,10 +387,6 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
 			return churn{}, err
 		}
-	}
-	c, err := trackChurn(ctx, rt.tx, f, res, windowRows)
-	if err != nil {
-		return churn{}, err
 	}
 	if err := insertEvent(ctx, rt.tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
 		return churn{}, err

@@ -103,6 +103,8 @@ type Capture struct {
 	Rewritten           int64 `json:"rewritten_rows"`
 	RewrittenPartitions int   `json:"rewritten_partitions"`
 	DeadRows            int64 `json:"dead_rows"` // left in the target since its last VACUUM
+	// Vacuum: who vacuums the target, and when (see vacuumPolicy).
+	Vacuum Vacuum `json:"vacuum"`
 	// Mode is the spec's capture: ("" when status read no specs); Tables,
 	// for capture: triggers, each table's trigger as it stands now and
 	// whether it vouches for the table (see CaptureHealth).
@@ -168,8 +170,10 @@ func ReadStatus(ctx context.Context, db *sql.DB) (_ Status, err error) {
 	rows, err := db.QueryContext(ctx, `SELECT f.flow, f.pipeline, quote_ident(f.target_schema) || '.' || quote_ident(f.target_table),
 			coalesce(f.predicate_cel, ''), coalesce(f.predicate_sql, ''), f.last_refresh_at,
 			coalesce(e.action, ''), coalesce(e.reasons, '{}'), coalesce(e.error, ''), e.started_at,
-			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), coalesce(fp.rewritten, -1), coalesce(fp.rewritten_partitions, 0), f.dead_rows
+			coalesce(fp.taken, false), coalesce(fp.sources, 0), coalesce(fp.partitions, 0), coalesce(fp.rewritten, -1), coalesce(fp.rewritten_partitions, 0), f.dead_rows,
+			`+vacuumSettingsSQL+`
 		FROM rwc.flows f
+		LEFT JOIN pg_class c ON c.oid = to_regclass(quote_ident(f.target_schema) || '.' || quote_ident(f.target_table))
 		LEFT JOIN LATERAL (SELECT action, reasons, error, started_at FROM rwc.events WHERE flow = f.flow ORDER BY id DESC LIMIT 1) e ON true
 		LEFT JOIN LATERAL (SELECT bool_or(source = '' AND whole AND value = '') AS taken, count(DISTINCT source) FILTER (WHERE source <> '') AS sources,
 				count(*) FILTER (WHERE source = '' AND NOT whole) AS partitions,
@@ -184,11 +188,14 @@ func ReadStatus(ctx context.Context, db *sql.DB) (_ Status, err error) {
 	for rows.Next() {
 		var f FlowStatus
 		var last, actionAt sql.NullTime
-		if err := rows.Scan(&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
+		var vs vacuumSettings
+		if err := rows.Scan(append([]any{&f.Flow, &f.Pipeline, &f.Target, &f.PredicateCEL, &f.PredicateSQL, &last,
 			&f.LastAction, pq.Array(&f.LastReasons), &f.LastError, &actionAt,
-			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.Rewritten, &f.Capture.RewrittenPartitions, &f.Capture.DeadRows); err != nil {
+			&f.Capture.Fingerprinted, &f.Capture.Sources, &f.Capture.Partitions, &f.Capture.Rewritten, &f.Capture.RewrittenPartitions, &f.Capture.DeadRows},
+			vs.dest()...)...); err != nil {
 			return s, err
 		}
+		f.Capture.Vacuum, _ = vacuumPolicy(vs, 0)
 		if last.Valid {
 			t := last.Time.UTC()
 			f.LastRefreshAt = &t

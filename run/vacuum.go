@@ -9,12 +9,12 @@ import (
 )
 
 // deadRowsPerWindow is how many dead row versions, in windows' worth of
-// rows, rwc lets its refreshes leave in a target before it vacuums it: each
-// DELETE leaves its rows dead, and the next refresh's DELETE and probes step
-// over them again. Each window's worth costs the next refresh about 2%
-// (measured in docs/benchmarks.md), so four keep the slowest refresh within
-// 10% of a freshly vacuumed one; vacuuming after every refresh would cost
-// each refresh a VACUUM instead, a fifth of a whole-window recompute.
+// rows, a target may hold before it is vacuumed: each DELETE leaves its
+// rows dead, and the next refresh's DELETE and probes step over them again.
+// Each window's worth costs the next refresh about 2% (measured in
+// docs/benchmarks.md), so four keep the slowest refresh within 10% of a
+// freshly vacuumed one; vacuuming after every refresh would cost each
+// refresh a VACUUM instead, a fifth of a whole-window recompute.
 const deadRowsPerWindow = 4
 
 // vacuumCount is how many times the table $2 was vacuumed, by anyone, as
@@ -22,6 +22,71 @@ const deadRowsPerWindow = 4
 // pg_stat_user_tables, called alone: planning the view costs a few
 // milliseconds of every refresh.
 const vacuumCount = `coalesce(pg_stat_get_vacuum_count(to_regclass($2)) + pg_stat_get_autovacuum_count(to_regclass($2)), 0)`
+
+// vacuumSettingsSQL reads what decides who vacuums the table c (a pg_class
+// row, NULL when the target is missing): whether the server's autovacuum
+// runs, the table's kind, whether rwc's role owns it (and so may set them),
+// and its own autovacuum settings, parsed by the server (a boolean
+// reloption may be spelled off, no, 0, false).
+const vacuumSettingsSQL = `current_setting('autovacuum')::bool AND current_setting('track_counts')::bool,
+	coalesce(c.relkind = 'r', false), coalesce(pg_has_role(c.relowner, 'USAGE'), false),
+	(SELECT option_value::bool FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_enabled'),
+	(SELECT option_value::float8 FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_scale_factor'),
+	(SELECT option_value::bigint FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_threshold')`
+
+// vacuumSettings is what vacuumSettingsSQL read.
+type vacuumSettings struct {
+	server, plain, owned bool
+	enabled              sql.NullBool
+	scale                sql.NullFloat64
+	threshold            sql.NullInt64
+}
+
+func (s *vacuumSettings) dest() []any {
+	return []any{&s.server, &s.plain, &s.owned, &s.enabled, &s.scale, &s.threshold}
+}
+
+// Vacuum is who keeps a flow's target vacuumed, and when.
+type Vacuum struct {
+	By string `json:"by"` // "autovacuum" or "rwc"
+	// Threshold: the dead rows at which autovacuum vacuums the target, as
+	// rwc set it (0: not set yet, or not rwc's to set).
+	Threshold int64  `json:"threshold,omitempty"`
+	Why       string `json:"why"`
+}
+
+// vacuumPolicy decides who vacuums a target of window rows, and the
+// threshold rwc sets for autovacuum (set > 0) when the table's settings
+// are rwc's and not within a factor of two of what it wants (so that a
+// window that varies a little does not alter the table at every refresh). rwc takes autovacuum's settings on a
+// target as its own unless they give a scale factor other than 0, which a
+// user who tunes the table sets: those it leaves alone. rwc vacuums itself
+// only where autovacuum would not: a server or a table with it off, a
+// partitioned target (it has no autovacuum settings; only the partitions
+// its refreshes cut leave dead rows).
+func vacuumPolicy(s vacuumSettings, window int64) (v Vacuum, set int64) {
+	want := min(deadRowsPerWindow*max(window, 1000), 1<<31-1)
+	switch {
+	case !s.plain:
+		return Vacuum{By: "rwc", Why: "a partitioned target: only the partitions a refresh cuts leave dead rows"}, 0
+	case !s.server:
+		return Vacuum{By: "rwc", Why: "autovacuum is off on the server"}, 0
+	case s.enabled.Valid && !s.enabled.Bool:
+		return Vacuum{By: "rwc", Why: "autovacuum_enabled is off on the table"}, 0
+	case !s.owned:
+		return Vacuum{By: "autovacuum", Why: "the table's own settings: rwc does not own the target, so cannot set them"}, 0
+	case s.scale.Valid && s.scale.Float64 != 0:
+		return Vacuum{By: "autovacuum", Why: "the table's own settings, with a scale factor other than 0, which rwc leaves alone"}, 0
+	}
+	v = Vacuum{By: "autovacuum", Threshold: s.threshold.Int64, Why: "four windows' worth, set by rwc"}
+	if !s.scale.Valid || !s.threshold.Valid {
+		v.Why = "rwc sets its threshold, four windows' worth of dead rows, at the next refresh"
+	}
+	if !s.scale.Valid || !s.threshold.Valid || s.threshold.Int64 < want/2 || s.threshold.Int64 > 2*want {
+		set = want
+	}
+	return v, set
+}
 
 // churn is what a refresh left for VACUUM to clean.
 type churn struct {
@@ -32,12 +97,20 @@ type churn struct {
 // trackChurn adds the rows a refresh deleted to the dead row versions its
 // flow's refreshes left in the target since the table was last vacuumed
 // (by rwc or autovacuum: PostgreSQL counts both, at once), records it, and
-// says whether to vacuum after the commit. window is the rows the window
-// holds now. A created target is vacuumed (and analysed) once.
-func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, window int64) (churn, error) {
+// says whether rwc vacuums after the commit: when autovacuum does not
+// (vacuumPolicy), and when a window's worth of rows is dead four times
+// over. When autovacuum does, it gives the target the threshold
+// vacuumPolicy wants, in the refresh's transaction: the target's catalog
+// row changes, and the capture's token of it (stored after) must see that
+// as the refresh's own. window is the rows the window holds now; own says
+// it is the flow's window (not a backfill's range, whose size says nothing
+// of the next refreshes'). A created target is vacuumed (and analysed) once.
+func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, window int64, own bool) (churn, error) {
 	var dead, seen, vacuums int64
-	err := tx.QueryRowContext(ctx, `SELECT dead_rows, vacuums, `+vacuumCount+` FROM rwc.flows WHERE flow = $1`,
-		f.Name(), f.Target()).Scan(&dead, &seen, &vacuums)
+	var s vacuumSettings
+	err := tx.QueryRowContext(ctx, `SELECT f.dead_rows, f.vacuums, `+vacuumCount+`, `+vacuumSettingsSQL+`
+		FROM rwc.flows f LEFT JOIN pg_class c ON c.oid = to_regclass($2) WHERE f.flow = $1`,
+		f.Name(), f.Target()).Scan(append([]any{&dead, &seen, &vacuums}, s.dest()...)...)
 	if err != nil {
 		return churn{}, err
 	}
@@ -48,7 +121,14 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	// table's: counted like a window's, they bring the VACUUM forward by
 	// as many windows' worth.
 	c := churn{dead: dead + res.RowsDeleted - res.swapped + res.deadAgain}
-	c.vacuum = res.Action == compile.ActionCreate || c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
+	policy, set := vacuumPolicy(s, window)
+	due := policy.By == "rwc" && c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
+	c.vacuum = res.Action == compile.ActionCreate || due
+	if set > 0 && own {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = %d)`, f.Target(), set)); err != nil {
+			return churn{}, err
+		}
+	}
 	_, err = tx.ExecContext(ctx, `UPDATE rwc.flows SET dead_rows = $2, vacuums = $3 WHERE flow = $1`, f.Name(), c.dead, vacuums)
 	return c, err
 }

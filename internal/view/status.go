@@ -84,11 +84,19 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 		default:
 			what = fmt.Sprintf("%s and %s of the target's window fingerprinted", diag.Plural(c.Sources, "source"), diag.Plural(c.Partitions, "partition"))
 		}
-		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"))
+		fmt.Fprintf(w, "  %s: %s; %s since the last VACUUM, %s\n", f.Flow, what, diag.Plural(int(c.DeadRows), "dead row"), vacuumedBy(c.Vacuum))
 		for _, t := range c.Tables {
 			fmt.Fprintf(w, "    trigger on %s: %s\n", t.Relation, vouches(t))
 		}
 	}
+}
+
+// vacuumedBy says who vacuums a target, and when.
+func vacuumedBy(v run.Vacuum) string {
+	if v.Threshold > 0 {
+		return fmt.Sprintf("which %s runs at %d (%s)", v.By, v.Threshold, v.Why)
+	}
+	return fmt.Sprintf("which %s runs (%s)", v.By, v.Why)
 }
 
 // vouches says whether a table's trigger vouches for it, or why not.

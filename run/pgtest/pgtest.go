@@ -103,6 +103,8 @@ func reapStale() {
 			continue
 		}
 		nodes, _ := filepath.Glob(filepath.Join(d, "citus*"))
+		own, _ := filepath.Glob(filepath.Join(d, "own-*"))
+		nodes = append(nodes, own...)
 		for _, data := range append(nodes, filepath.Join(d, "data")) {
 			if pgcluster.Initialized(data) {
 				if c, err := pgcluster.Open(pgcluster.Options{DataDir: data}); err == nil {

@@ -1,0 +1,96 @@
+package run_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rwc-dev/rwc/run"
+)
+
+// reloptions is the target t's storage settings, as the catalog holds them.
+func reloptions(e *env) string {
+	return e.value(`SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = 't'::regclass`)
+}
+
+// On a server whose autovacuum runs, a refresh hands the target to it:
+// the created target gets a threshold of four windows' worth of dead rows
+// (the floor, 1000 rows a window, here), a window that grows past twice
+// that gets it again, and however many rows refreshes leave dead, rwc
+// itself never vacuums the target after its creation.
+func TestRefreshHandsVacuumToAutovacuum(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, r, reqWindow(f))
+	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=4000" {
+		t.Errorf("after the create: %q; want rwc's threshold, 4000", got)
+	}
+	manual := func() int64 { return e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`) }
+	before := manual()
+	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 3000) i`)
+	refresh(t, r, reqWindow(f))
+	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
+		t.Errorf("after the window grew to 3006 rows: %q; want four windows' worth, 12024", got)
+	}
+	for range 4 {
+		refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+	}
+	if after := manual(); after != before {
+		t.Errorf("rwc vacuumed the target %d times; autovacuum's to do", after-before)
+	}
+	if dead := e.count(`SELECT dead_rows FROM rwc.flows`); dead < 4*3006 && e.count(`SELECT pg_stat_get_autovacuum_count('t'::regclass)`) == 0 {
+		t.Errorf("dead_rows %d after four full refreshes of 3006 rows and no autovacuum", dead)
+	}
+}
+
+// Autovacuum settings that a user gave the target (a scale factor other
+// than 0) are theirs: a refresh leaves them alone, and does not vacuum.
+// With autovacuum off on the table, rwc vacuums it itself.
+func TestRefreshKeepsTheTablesOwnAutovacuumSettings(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	r := e.runner(now0)
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, r, reqWindow(f))
+	e.exec(`ALTER TABLE t RESET (autovacuum_vacuum_threshold); ALTER TABLE t SET (autovacuum_vacuum_scale_factor = 0.05)`)
+	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 5000) i`)
+	manual := func() int64 { return e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`) }
+	before := manual()
+	refresh(t, r, reqWindow(f))
+	refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0.05" {
+		t.Errorf("the user's settings became %q", got)
+	}
+	if after := manual(); after != before {
+		t.Errorf("rwc vacuumed a target whose autovacuum settings are the user's")
+	}
+
+	// Each full refresh leaves the window's 5006 rows dead: the third is
+	// past four windows' worth.
+	e.exec(`ALTER TABLE t SET (autovacuum_enabled = off)`)
+	for range 4 {
+		refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+	}
+	if after := manual(); after != before+1 {
+		t.Errorf("rwc vacuumed the target %d times in four full refreshes with autovacuum off on it; want once", after-before)
+	}
+}
+
+// The threshold rwc sets is a change to the target's catalog row, made in
+// the refresh's transaction before its capture stores the target's token:
+// the next refresh of a flow capturing by triggers still finds nothing to
+// probe.
+func TestAutovacuumThresholdIsTheRefreshsOwnDDL(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 3000) i`)
+	refresh(t, e.runner(now0), reqWindow(f))
+	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
+		t.Fatalf("after the window grew: %q; want the threshold set again", got)
+	}
+	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Capture == "" || len(res.Partitions) != 0 || !strings.Contains(res.Capture, "no probe") {
+		t.Errorf("the refresh after: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
+	}
+}
