@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/rwc-dev/rwc/compile"
 )
@@ -32,18 +33,19 @@ const vacuumSettingsSQL = `current_setting('autovacuum')::bool AND current_setti
 	coalesce(c.relkind = 'r', false), coalesce(pg_has_role(c.relowner, 'USAGE'), false),
 	(SELECT option_value::bool FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_enabled'),
 	(SELECT option_value::float8 FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_scale_factor'),
-	(SELECT option_value::bigint FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_threshold')`
+	(SELECT option_value::bigint FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_threshold'),
+	(SELECT option_value::float8 FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_cost_delay')`
 
 // vacuumSettings is what vacuumSettingsSQL read.
 type vacuumSettings struct {
 	server, plain, owned bool
 	enabled              sql.NullBool
-	scale                sql.NullFloat64
+	scale, delay         sql.NullFloat64
 	threshold            sql.NullInt64
 }
 
 func (s *vacuumSettings) dest() []any {
-	return []any{&s.server, &s.plain, &s.owned, &s.enabled, &s.scale, &s.threshold}
+	return []any{&s.server, &s.plain, &s.owned, &s.enabled, &s.scale, &s.threshold, &s.delay}
 }
 
 // Vacuum is who keeps a flow's target vacuumed, and when.
@@ -56,36 +58,47 @@ type Vacuum struct {
 }
 
 // vacuumPolicy decides who vacuums a target of window rows, and the
-// threshold rwc sets for autovacuum (set > 0) when the table's settings
-// are rwc's and not within a factor of two of what it wants (so that a
-// window that varies a little does not alter the table at every refresh). rwc takes autovacuum's settings on a
-// target as its own unless they give a scale factor other than 0, which a
-// user who tunes the table sets: those it leaves alone. rwc vacuums itself
-// only where autovacuum would not: a server or a table with it off, a
-// partitioned target (it has no autovacuum settings; only the partitions
-// its refreshes cut leave dead rows).
-func vacuumPolicy(s vacuumSettings, window int64) (v Vacuum, set int64) {
+// autovacuum settings rwc gives it (alter: ALTER TABLE … SET's list, ""
+// for none). rwc takes autovacuum's settings on a target as its own unless
+// they give a scale factor other than 0, which a user who tunes the table
+// sets: those it leaves alone. It sets the threshold when it is not within
+// a factor of two of what it wants (so that a window that varies a little
+// does not alter the table at every refresh), and no cost delay, so that
+// autovacuum vacuums as rwc's own VACUUM did, unthrottled, and keeps up
+// with refreshes that come faster than a throttled VACUUM of the index
+// (a cost delay the table has is kept). rwc vacuums itself only where
+// autovacuum would not: a server or a table with it off, a partitioned
+// target (it has no autovacuum settings; only the partitions its
+// refreshes cut leave dead rows).
+func vacuumPolicy(s vacuumSettings, window int64) (v Vacuum, alter string) {
 	want := min(deadRowsPerWindow*max(window, 1000), 1<<31-1)
 	switch {
 	case !s.plain:
-		return Vacuum{By: "rwc", Why: "a partitioned target: only the partitions a refresh cuts leave dead rows"}, 0
+		return Vacuum{By: "rwc", Why: "a partitioned target: only the partitions a refresh cuts leave dead rows"}, ""
 	case !s.server:
-		return Vacuum{By: "rwc", Why: "autovacuum is off on the server"}, 0
+		return Vacuum{By: "rwc", Why: "autovacuum is off on the server"}, ""
 	case s.enabled.Valid && !s.enabled.Bool:
-		return Vacuum{By: "rwc", Why: "autovacuum_enabled is off on the table"}, 0
+		return Vacuum{By: "rwc", Why: "autovacuum_enabled is off on the table"}, ""
 	case !s.owned:
-		return Vacuum{By: "autovacuum", Why: "the table's own settings: rwc does not own the target, so cannot set them"}, 0
+		return Vacuum{By: "autovacuum", Why: "the table's own settings: rwc does not own the target, so cannot set them"}, ""
 	case s.scale.Valid && s.scale.Float64 != 0:
-		return Vacuum{By: "autovacuum", Why: "the table's own settings, with a scale factor other than 0, which rwc leaves alone"}, 0
+		return Vacuum{By: "autovacuum", Why: "the table's own settings, with a scale factor other than 0, which rwc leaves alone"}, ""
 	}
 	v = Vacuum{By: "autovacuum", Threshold: s.threshold.Int64, Why: "four windows' worth, set by rwc"}
+	if s.delay.Valid && s.delay.Float64 == 0 {
+		v.Why += ", unthrottled"
+	}
 	if !s.scale.Valid || !s.threshold.Valid {
 		v.Why = "rwc sets its threshold, four windows' worth of dead rows, at the next refresh"
 	}
+	var opts []string
 	if !s.scale.Valid || !s.threshold.Valid || s.threshold.Int64 < want/2 || s.threshold.Int64 > 2*want {
-		set = want
+		opts = append(opts, "autovacuum_vacuum_scale_factor = 0", fmt.Sprintf("autovacuum_vacuum_threshold = %d", want))
 	}
-	return v, set
+	if !s.delay.Valid {
+		opts = append(opts, "autovacuum_vacuum_cost_delay = 0")
+	}
+	return v, strings.Join(opts, ", ")
 }
 
 // churn is what a refresh left for VACUUM to clean.
@@ -121,11 +134,11 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	// table's: counted like a window's, they bring the VACUUM forward by
 	// as many windows' worth.
 	c := churn{dead: dead + res.RowsDeleted - res.swapped + res.deadAgain}
-	policy, set := vacuumPolicy(s, window)
+	policy, alter := vacuumPolicy(s, window)
 	due := policy.By == "rwc" && c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
 	c.vacuum = res.Action == compile.ActionCreate || due
-	if set > 0 && own {
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = %d)`, f.Target(), set)); err != nil {
+	if alter != "" && own {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+f.Target()+` SET (`+alter+`)`); err != nil {
 			return churn{}, err
 		}
 	}

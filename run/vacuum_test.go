@@ -7,9 +7,9 @@ import (
 	"github.com/rwc-dev/rwc/run"
 )
 
-// reloptions is the target t's storage settings, as the catalog holds them.
+// reloptions is the target t's storage settings, in name order.
 func reloptions(e *env) string {
-	return e.value(`SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = 't'::regclass`)
+	return e.value(`SELECT coalesce(string_agg(o, ',' ORDER BY o), '') FROM pg_class, unnest(reloptions) o WHERE oid = 't'::regclass`)
 }
 
 // On a server whose autovacuum runs, a refresh hands the target to it:
@@ -23,14 +23,14 @@ func TestRefreshHandsVacuumToAutovacuum(t *testing.T) {
 	r := e.runner(now0)
 	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
 	refresh(t, r, reqWindow(f))
-	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=4000" {
+	if got := reloptions(e); got != "autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=4000" {
 		t.Errorf("after the create: %q; want rwc's threshold, 4000", got)
 	}
 	manual := func() int64 { return e.count(`SELECT pg_stat_get_vacuum_count('t'::regclass)`) }
 	before := manual()
 	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 3000) i`)
 	refresh(t, r, reqWindow(f))
-	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
+	if got := reloptions(e); got != "autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
 		t.Errorf("after the window grew to 3006 rows: %q; want four windows' worth, 12024", got)
 	}
 	for range 4 {
@@ -45,7 +45,8 @@ func TestRefreshHandsVacuumToAutovacuum(t *testing.T) {
 }
 
 // Autovacuum settings that a user gave the target (a scale factor other
-// than 0) are theirs: a refresh leaves them alone, and does not vacuum.
+// than 0) are theirs: a refresh leaves them alone (rwc's cost delay, set
+// at the creation, stays as it is), and does not vacuum.
 // With autovacuum off on the table, rwc vacuums it itself.
 func TestRefreshKeepsTheTablesOwnAutovacuumSettings(t *testing.T) {
 	t.Parallel()
@@ -59,7 +60,7 @@ func TestRefreshKeepsTheTablesOwnAutovacuumSettings(t *testing.T) {
 	before := manual()
 	refresh(t, r, reqWindow(f))
 	refresh(t, r, run.Request{Flow: f, Mode: run.Full})
-	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0.05" {
+	if got := reloptions(e); got != "autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0.05" {
 		t.Errorf("the user's settings became %q", got)
 	}
 	if after := manual(); after != before {
@@ -87,7 +88,7 @@ func TestAutovacuumThresholdIsTheRefreshsOwnDDL(t *testing.T) {
 	f := vouched(t, e, triggerSpec)
 	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 3000) i`)
 	refresh(t, e.runner(now0), reqWindow(f))
-	if got := reloptions(e); got != "autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
+	if got := reloptions(e); got != "autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
 		t.Fatalf("after the window grew: %q; want the threshold set again", got)
 	}
 	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Capture == "" || len(res.Partitions) != 0 || !strings.Contains(res.Capture, "no probe") {
