@@ -71,7 +71,7 @@ type Vacuum struct {
 // target (it has no autovacuum settings; only the partitions its
 // refreshes cut leave dead rows).
 func vacuumPolicy(s vacuumSettings, window int64) (v Vacuum, alter string) {
-	want := min(deadRowsPerWindow*max(window, 1000), 1<<31-1)
+	want := min(vacuumAt(window), 1<<31-1)
 	switch {
 	case !s.plain:
 		return Vacuum{By: "rwc", Why: "a partitioned target: only the partitions a refresh cuts leave dead rows"}, ""
@@ -100,6 +100,10 @@ func vacuumPolicy(s vacuumSettings, window int64) (v Vacuum, alter string) {
 	}
 	return v, strings.Join(opts, ", ")
 }
+
+// vacuumAt is the dead rows at which a target of window rows is vacuumed,
+// by rwc or by autovacuum.
+func vacuumAt(window int64) int64 { return deadRowsPerWindow * max(window, 1000) }
 
 // churn is what a refresh left for VACUUM to clean.
 type churn struct {
@@ -135,7 +139,7 @@ func trackChurn(ctx context.Context, tx *sql.Tx, f *compile.Flow, res *Result, w
 	// as many windows' worth.
 	c := churn{dead: dead + res.RowsDeleted - res.swapped + res.deadAgain}
 	policy, alter := vacuumPolicy(s, window)
-	due := policy.By == "rwc" && c.dead > 0 && c.dead >= deadRowsPerWindow*max(window, 1000)
+	due := policy.By == "rwc" && c.dead > 0 && c.dead >= vacuumAt(window)
 	c.vacuum = res.Action == compile.ActionCreate || due
 	if alter != "" && own {
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+f.Target()+` SET (`+alter+`)`); err != nil {

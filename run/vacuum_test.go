@@ -91,7 +91,7 @@ func TestAutovacuumThresholdIsTheRefreshsOwnDDL(t *testing.T) {
 	if got := reloptions(e); got != "autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0,autovacuum_vacuum_threshold=12024" {
 		t.Fatalf("after the window grew: %q; want the threshold set again", got)
 	}
-	if res := refresh(t, e.runner(now0), reqWindow(f)); res.Capture == "" || len(res.Partitions) != 0 || !strings.Contains(res.Capture, "no probe") {
+	if res := refresh(t, e.runner(now0), reqWindow(f)); len(res.Partitions) != 0 || !strings.Contains(res.Capture, "no probe") {
 		t.Errorf("the refresh after: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
 	}
 }
