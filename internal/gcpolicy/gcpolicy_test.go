@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -57,18 +57,28 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-// policy reads the collector's settings, leaving them as they were.
+// policy reads the collector's settings through runtime/metrics: setting
+// and putting back the GC percent to read it would race with the cleanup
+// that restores the defaults.
 func policy() (percent int, limit int64) {
-	percent = debug.SetGCPercent(100)
-	debug.SetGCPercent(percent)
-	return percent, debug.SetMemoryLimit(-1)
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
+}
+
+// restored: both settings have left the start-up policy. Restore sets one
+// after the other, on the cleanup's goroutine, so seeing only the first
+// changed is seeing it half way (CI once read "100 67108864").
+func restored() bool {
+	p, l := policy()
+	return p != -1 && l != Limit
 }
 
 // waitForDefaults gives the cleanup that restores the defaults, which runs
 // on a goroutine of its own after the collection, a few seconds at most.
 func waitForDefaults() {
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if p, _ := policy(); p != -1 {
+		if restored() {
 			return
 		}
 	}
@@ -82,7 +92,7 @@ var sink [][]byte
 func grow() {
 	for n := 0; n < 2*Limit; n += 1 << 20 {
 		sink = append(sink, make([]byte, 1<<20))
-		if p, _ := policy(); p != -1 {
+		if restored() {
 			return
 		}
 	}
