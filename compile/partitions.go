@@ -447,7 +447,8 @@ func stageIndexSQL(stage, name string, ix Index) []string {
 // backfill, --where) swaps only whole partitions outside the flow's
 // window: its store step fingerprints the window right after its write,
 // before any swap could have run. A full refresh deletes and inserts
-// throughout. Partitions are created first, in each case.
+// throughout. Partitions are created first, in each case; beside a
+// DEFAULT partition, in a transaction of their own (PartitionsFirst).
 func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, full, perPartition bool, obs Observation) (Statements, error) {
 	s, err := f.Statements(p, full, obs)
 	if err != nil {
@@ -471,6 +472,9 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 				s.Premake = append(s.Premake, f.premakeSQL(r, obs)...)
 			}
 		}
+	}
+	if obs.DefaultPartition != "" {
+		s.PartitionsFirst, s.Premake = s.Premake, nil
 	}
 	if s.Overflow, err = f.overflow(p, made, obs); err != nil {
 		return s, err

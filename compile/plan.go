@@ -537,6 +537,7 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	if err != nil {
 		return fp, err
 	}
+	fp.SQL = append(fp.SQL, writes[0].PartitionsFirst...)
 	if first.Before != "" {
 		fp.SQL = append(fp.SQL, first.Before)
 	}
@@ -561,24 +562,25 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	return fp, nil
 }
 
-// noteDefaultLocked says what a DEFAULT partition costs readers when the
-// refresh creates partitions: ATTACH PARTITION scans the DEFAULT one for
-// rows of the new range under ACCESS EXCLUSIVE, which the refresh holds to
-// its commit, so a reader whose scan is not pruned away from it waits for
-// the whole refresh, not only for the swap's lock.
+// noteDefaultLocked says what a DEFAULT partition costs readers: ATTACH
+// PARTITION scans it for rows of the new range under ACCESS EXCLUSIVE,
+// which its transaction holds to its commit. The partitions the refresh
+// knows it needs are made in a short transaction of their own, first
+// (Statements.PartitionsFirst); those its rows turn out to need after the
+// last one (Overflow) only in the refresh's, whose readers of the DEFAULT
+// partition then wait for all of it.
 func (fp *FlowPlan) noteDefaultLocked(writes []Statements, obs Observation) {
 	if obs.DefaultPartition == "" {
 		return
 	}
-	premade, overflow := false, false
+	first, overflow := len(writes[0].PartitionsFirst) > 0, false
 	for _, w := range writes {
-		premade = premade || len(w.Premake) > 0
 		overflow = overflow || w.Overflow != ""
 	}
-	switch {
-	case premade:
-		fp.Notes = append(fp.Notes, fmt.Sprintf("the refresh creates partitions, and the target has a DEFAULT partition (%s): each ATTACH PARTITION locks %s (ACCESS EXCLUSIVE) until the refresh commits, so readers whose queries scan it (those not pruned to other partitions) wait for the whole refresh, not only for the swap; without a DEFAULT partition they wait for the swap alone", obs.DefaultPartition, obs.DefaultPartition))
-	case overflow:
+	if first {
+		fp.Notes = append(fp.Notes, fmt.Sprintf("the refresh creates partitions, and the target has a DEFAULT partition (%s), which each ATTACH PARTITION locks (ACCESS EXCLUSIVE) until its transaction commits: so the CREATE TABLE and ATTACH PARTITION statements commit on their own, before the refresh, and readers wait for them (a scan of %s) and for the swap, not for the whole refresh; should the refresh then fail, the new partitions stay, empty", obs.DefaultPartition, obs.DefaultPartition))
+	}
+	if overflow {
 		fp.Notes = append(fp.Notes, fmt.Sprintf("the target has a DEFAULT partition (%s): should the query yield rows after the partitions there are, the refresh creates theirs, and each ATTACH PARTITION locks %s (ACCESS EXCLUSIVE) until the refresh commits, so readers whose queries scan it wait for the whole refresh", obs.DefaultPartition, obs.DefaultPartition))
 	}
 }

@@ -49,6 +49,14 @@ type Statements struct {
 	// Swaps replace whole partitions, their Exchange run under Lock, the
 	// refresh's last statements before it commits.
 	Premake []string
+	// PartitionsFirst is Premake for a target with a DEFAULT partition:
+	// ATTACH PARTITION scans the DEFAULT one for rows of the new range
+	// under ACCESS EXCLUSIVE, held to the commit, so in the refresh's own
+	// transaction it would keep readers not pruned to other partitions
+	// waiting for the whole refresh. These commit on their own, first (an
+	// empty partition changes no reader's rows); the refresh then runs,
+	// with none missing.
+	PartitionsFirst []string
 	// Overflow lists the partition values of rows after the partitions
 	// Premake makes (a window open above); the refresh creates their
 	// partitions too (Flow.PremakeFor) before its INSERT.
@@ -77,7 +85,7 @@ func OnTop(first, whole Statements) (Statements, Statements) {
 		whole.Discard = append(whole.Discard, "DROP TABLE "+sw.Stage)
 	}
 	first.Swaps = swaps
-	whole.Premake = nil
+	whole.Premake, whole.PartitionsFirst = nil, nil
 	return first, whole
 }
 

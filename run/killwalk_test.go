@@ -310,6 +310,23 @@ tables:
 		check:      events("t recompute_window"),
 	},
 	{
+		// Beside a DEFAULT partition, the missing partition made and
+		// committed first (an empty one: the rows as before), then the
+		// refresh.
+		name:       "partitioned, partitions made first",
+		targets:    []string{"public.t"},
+		seed:       walkSeed,
+		setupSpecs: map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		between:    walkChange + `; CREATE TABLE t_default PARTITION OF t DEFAULT; DROP TABLE t_p20260306`,
+		specs:      map[string]string{"p.yaml": partCopy("day", "SELECT d, k, v FROM ev")},
+		args:       []string{"apply", "--allow-dirty", "DIR"},
+		check: func(t *testing.T, db *sql.DB) {
+			if n := pgtest.Count(t, db, `SELECT count(*) FROM pg_inherits WHERE inhrelid = 't_p20260306'::regclass`); n != 1 {
+				t.Fatalf("the uncut refresh left t_p20260306 a partition %d times, want once", n)
+			}
+		},
+	},
+	{
 		// Monthly partitions: the window cuts March, deleted and inserted.
 		name:    "partitioned cut boundary",
 		targets: []string{"public.t"},

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/run/session"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -121,6 +122,40 @@ func premake(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Sta
 		return true, err
 	}
 	return len(stmts.Premake)+len(more) > 0, execAll(ctx, tx, f, more)
+}
+
+// partitionsFirst says that a partitioned target's missing partitions are
+// made before the refresh, in a transaction of their own
+// (Statements.PartitionsFirst, Runner.premakeAlone). The refresh's
+// transaction returns it having changed nothing; the user never sees it.
+type partitionsFirst struct{ stmts []string }
+
+func (*partitionsFirst) Error() string { return "the target's partitions are made first" }
+
+// premakeAlone creates partitions and commits them, in attempts that each
+// wait at most ddlAttempt for their locks (ATTACH PARTITION queues for
+// the DEFAULT partition's ACCESS EXCLUSIVE behind its readers, and its
+// readers behind it).
+func (r *Runner) premakeAlone(ctx context.Context, conn *sql.Conn, f *compile.Flow, stmts []string) error {
+	return r.inAttempts(ctx, func(wait time.Duration) error {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL statement_timeout = %d; %s",
+			wait.Milliseconds(), r.opts.StatementTimeout.Milliseconds(), session.Reassert)); err != nil {
+			return err
+		}
+		if err := execAll(ctx, tx, f, stmts); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.opts.Log, "%s: created the partitions the refresh needs, committed before it: the target has a DEFAULT partition, which ATTACH PARTITION locks until its transaction commits\n", f.Name())
+		return nil
+	})
 }
 
 func execAll(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts []string) error {

@@ -540,6 +540,66 @@ func TestPartitionSwapLocksTheDefaultPartition(t *testing.T) {
 	}
 }
 
+// Beside a DEFAULT partition, the partitions a refresh needs are made and
+// committed before it: ATTACH PARTITION holds the DEFAULT one (which it
+// scans) ACCESS EXCLUSIVE until its transaction commits, and in the
+// refresh's own it would keep its readers (any scan of the parent not
+// pruned to other partitions) waiting for all of the refresh. Here the
+// refresh is held in its swap's lock step, after its write, by a reader of
+// a partition it replaces; a reader of the DEFAULT partition gets through
+// meanwhile. (It reads it alone: one that read the parent, and so held
+// a lock the lock step waits for, would be a deadlock, which PostgreSQL
+// breaks by cancelling either.)
+func TestDefaultPartitionReadersWaitOnlyForTheSwap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT; INSERT INTO ev VALUES ('2026-03-11', 'a', 11); UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	_, release := lockHolder(t, e, `SELECT count(*) FROM t_p20260310`)
+	defer release()
+	next := now0.Add(24 * time.Hour) // 2026-03-11, whose partition is missing
+	var log strings.Builder
+	r := run.New(e.db, run.Options{Now: func() time.Time { return next }, LockTimeout: 30 * time.Second, Log: &log})
+	done := make(chan run.Result, 1)
+	go func() { done <- r.Refresh(ctx, reqWindow(f)) }()
+	waiting := ""
+	for i := 0; i < 500 && waiting == ""; i++ {
+		time.Sleep(10 * time.Millisecond)
+		e.db.QueryRow(`SELECT coalesce(max(left(query, 15)), '') FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE ONLY%'`).Scan(&waiting)
+	}
+	if waiting == "" {
+		release()
+		t.Fatalf("the refresh never waited in its swap's lock step: %v", (<-done).Err)
+	}
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	_, err = conn.ExecContext(ctx, `SET lock_timeout = '5s'`)
+	if err == nil {
+		err = conn.QueryRowContext(ctx, `SELECT count(*) FROM t_default`).Scan(&n)
+	}
+	release()
+	res := <-done
+	if err != nil {
+		t.Errorf("a reader of the DEFAULT partition, while the refresh waited to swap: %v", err)
+	}
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if parts := strings.Join(e.partitions("t"), " "); !strings.Contains(parts, "t_p20260311: FOR VALUES FROM ('2026-03-11') TO ('2026-03-12')") {
+		t.Errorf("partitions %v, want t_p20260311 among them", e.partitions("t"))
+	}
+	if !strings.Contains(log.String(), "created the partitions the refresh needs, committed before it") {
+		t.Errorf("the log does not say the partitions were made first:\n%s", log.String())
+	}
+}
+
 // What a REPEATABLE READ reader sees: one that read the target before a
 // swap keeps its rows (the swap waits for it, in attempts, until the lock
 // timeout); one whose snapshot is older than the swap but that reads the

@@ -37,6 +37,7 @@ func TestPlanIsWhatApplySends(t *testing.T) {
         relationships: {column: k, to: dim.k}
         severity: warn
 `)
+	partWhole := strings.Replace(wholeSpec, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1)
 	protected := strings.Replace(wholeSpec, "    columns:", "    properties:\n      reset_allowed: false\n    columns:", 1)
 	for _, tc := range []struct {
 		name    string
@@ -76,6 +77,8 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			before: strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1),
 			spec:   strings.Replace(strings.Replace(expected, "    query: |", "    partitioning: {by: d, interval: day}\n    query: |", 1), "SELECT d, k, v FROM", "SELECT d, k, v + 1 AS v FROM", 1),
 			action: compile.ActionRecomputeWindow},
+		{name: "partitioned, a DEFAULT partition and a partition to make", before: partWhole,
+			setup: `CREATE TABLE t_default PARTITION OF t DEFAULT; DROP TABLE t_p20260307`, spec: partWhole, action: compile.ActionRecomputeWindow},
 		{name: "incremental, one day changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d = '2026-03-07'`,
 			spec: wholeSpec, action: compile.ActionIncremental, partitions: []string{"2026-03-07"}},
 		{name: "incremental, two days changed", before: wholeSpec, setup: `UPDATE ev SET v = v + 1 WHERE d IN ('2026-03-06', '2026-03-09'); DELETE FROM ev WHERE d = '2026-03-10'`,
@@ -131,6 +134,9 @@ func TestPlanIsWhatApplySends(t *testing.T) {
 			checks := slices.ContainsFunc(fp.SQL, func(s string) bool { return strings.Contains(s, "count(*) FILTER (WHERE") })
 			if checks != strings.HasPrefix(tc.name, "expectations") {
 				t.Errorf("the plan shows expectation checks: %v:\n%s", checks, strings.Join(fp.SQL, "\n"))
+			}
+			if strings.HasSuffix(tc.name, "a partition to make") && !slices.ContainsFunc(fp.SQL, func(s string) bool { return strings.Contains(s, `ATTACH PARTITION "public"."t_p20260307"`) }) {
+				t.Errorf("the plan does not make the missing partition:\n%s", strings.Join(fp.SQL, "\n"))
 			}
 			sent := appliedThroughProxy(t, e, file, tc.flag)
 			for _, s := range sent {

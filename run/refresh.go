@@ -234,26 +234,45 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	start := *res
-	err = r.refreshLocked(ctx, conn, req, res, resolved)
-	var first *columnsFirst
-	if !errors.As(err, &first) {
+	var changes []compile.ColumnChange
+	evolved := false
+	for attempt := 0; ; attempt++ {
+		err := r.refreshLocked(ctx, conn, req, res, resolved)
+		var cols *columnsFirst
+		var parts *partitionsFirst
+		switch {
+		case errors.As(err, &cols) && !evolved:
+			evolved = true
+			// The target's columns change first, in a transaction of their
+			// own (see evolveAlone); then the refresh runs again from the
+			// start, in a new snapshot, and finds nothing left to change in
+			// them.
+			if changes, err = r.evolveAlone(ctx, conn, f); err != nil {
+				return err
+			}
+			err = r.syncIndexes(ctx, conn, f)
+		case errors.As(err, &parts) && attempt < 3:
+			// Its partitions, made and committed (premakeAlone), are there
+			// for the refresh run again; a second time only when someone
+			// dropped one meanwhile.
+			err = r.premakeAlone(ctx, conn, f, parts.stmts)
+		default:
+			return withColumns(err, changes)
+		}
+		if err != nil {
+			return withColumns(err, changes)
+		}
+		*res = start
+	}
+}
+
+// withColumns is a refresh's error, saying so when the target's column
+// changes committed before it (afterColumns).
+func withColumns(err error, changes []compile.ColumnChange) error {
+	if err == nil || len(changes) == 0 {
 		return err
 	}
-	// The target's columns change first, in a transaction of their own
-	// (see evolveAlone); then the refresh runs again from the start, in a
-	// new snapshot, and finds nothing left to change in them.
-	changes, err := r.evolveAlone(ctx, conn, f)
-	if err != nil {
-		return err
-	}
-	*res = start
-	if err := r.syncIndexes(ctx, conn, f); err != nil {
-		return &afterColumns{err: err, changes: changes}
-	}
-	if err := r.refreshLocked(ctx, conn, req, res, resolved); err != nil {
-		return &afterColumns{err: err, changes: changes}
-	}
-	return nil
+	return &afterColumns{err: err, changes: changes}
 }
 
 // decideAfterWrite decides again once the target's probe answered (see

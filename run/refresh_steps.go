@@ -15,7 +15,8 @@ import (
 // in one transaction: it observes, decides (compile), writes what was
 // decided, and stores what the next refresh compares with. It returns a
 // *columnsFirst, having changed nothing, when the target's columns must
-// change first.
+// change first, and a *partitionsFirst when its partitions must be made
+// first.
 func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request, res *Result, resolved *predicate.Predicate) error {
 	rt := &refreshTx{r: r, f: req.Flow, req: req, res: res, resolved: resolved, c: &capture{}, counts: map[string]int64{}}
 	release := func() {}
@@ -50,6 +51,9 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	defer func() { rt.c.stop() }() // the capture's probes, once it started them
 	if err := rt.capture(ctx, spare); err != nil {
 		return err
+	}
+	if len(rt.stmts.PartitionsFirst) > 0 {
+		return &partitionsFirst{stmts: rt.stmts.PartitionsFirst}
 	}
 	if err := rt.expectBefore(ctx); err != nil {
 		return err

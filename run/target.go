@@ -126,23 +126,39 @@ func (e *afterColumns) rolledBack() string {
 // give again. The changes are read again here, under the flow's lock, so
 // they are exactly the state's.
 func (r *Runner) evolveAlone(ctx context.Context, conn *sql.Conn, f *compile.Flow) ([]compile.ColumnChange, error) {
+	var changes []compile.ColumnChange
+	err := r.inAttempts(ctx, func(wait time.Duration) error {
+		var err error
+		changes, err = r.evolveOnce(ctx, conn, f, wait)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// inAttempts runs once, DDL that waits at most its argument for its locks,
+// again after each lock timeout (ddlAttempt), until --lock-timeout has
+// passed.
+func (r *Runner) inAttempts(ctx context.Context, once func(wait time.Duration) error) error {
 	deadline := time.Now().Add(r.opts.LockTimeout)
 	for {
 		attempt := min(ddlAttempt, time.Until(deadline))
-		changes, err := r.evolveOnce(ctx, conn, f, max(attempt, time.Millisecond))
+		err := once(max(attempt, time.Millisecond))
 		if !isLockTimeout(err) || attempt < ddlAttempt {
-			return changes, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(ddlPause):
 		}
 	}
 }
 
-// ddlAttempt bounds each attempt of evolveAlone to take its lock, and
-// ddlPause is the rest between two. While an ALTER TABLE waits for ACCESS
+// ddlAttempt bounds each attempt of evolveAlone and premakeAlone to take
+// its lock, and ddlPause is the rest between two. While an ALTER TABLE waits for ACCESS
 // EXCLUSIVE (behind a session holding any lock on the target, a long
 // report, an idle transaction), every reader that comes after it queues
 // behind it: attempts that give up soon let that queue through, and they

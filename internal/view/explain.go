@@ -43,6 +43,13 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 			fmt.Fprintf(w, "-- %s, before the refresh, outside its transaction:\n%s;\n", diag.Visible(c.String()), diag.VisibleLines(st))
 		}
 	}
+	if first := ex.Writes[0].PartitionsFirst; len(first) > 0 {
+		fmt.Fprintf(w, "-- the partitions the refresh needs, committed before it (the target has a DEFAULT partition):\nBEGIN;\n")
+		for _, st := range first {
+			fmt.Fprintf(w, "%s;\n", diag.VisibleLines(st))
+		}
+		fmt.Fprintf(w, "COMMIT;\n")
+	}
 	fmt.Fprintf(w, "BEGIN;\n")
 	if ex.Checks.Before != "" {
 		fmt.Fprintf(w, "-- expectations: the rows the write replaces, per partition (rows.max_change compares with them)\n%s;\n", diag.VisibleLines(ex.Checks.Before))
