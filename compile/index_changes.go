@@ -81,12 +81,6 @@ func (c IndexChange) String() string {
 // defaultNote says why rwc adds an index the spec does not declare.
 const defaultNote = "the default index on the partition column, which every refresh's DELETE and probes filter on (declare indexes: to choose others, indexes: [] for none)"
 
-// noDefaultNote says why a target partitioned by day on its date column
-// gets no default index (oneValuePerPartition).
-func noDefaultNote(f *Flow) string {
-	return fmt.Sprintf("no default index on %s: each partition holds one day of it, which partition pruning finds, so such an index would serve no query and cost every swapped partition its build (declare indexes: to choose others)", f.PartitionBy)
-}
-
 // IndexChanges compares the indexes f's target should have with those
 // it has (the catalog's, or, planned without a database, those the
 // deployed spec gave it): what to build, rebuild, replace and drop, and
@@ -122,12 +116,8 @@ func (f *Flow) IndexChanges(have []CatalogIndex) []IndexChange {
 		switch {
 		case wanted[h.Name]:
 		case IsRWCIndex(h.Name):
-			c := IndexChange{Kind: IndexDropped, Name: h.Name, Columns: h.Columns, Unique: h.Unique, Primary: h.Primary,
-				Using: h.Using, SQL: []string{f.dropSQL(h)}}
-			if f.skipsDefaultIndex() && h.Name == f.defaultIndexName() {
-				c.Note = noDefaultNote(f)
-			}
-			dropped = append(dropped, c)
+			dropped = append(dropped, IndexChange{Kind: IndexDropped, Name: h.Name, Columns: h.Columns, Unique: h.Unique, Primary: h.Primary,
+				Using: h.Using, SQL: []string{f.dropSQL(h)}})
 		default:
 			note := "not created by rwc: left alone"
 			if !h.Valid {

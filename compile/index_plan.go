@@ -15,9 +15,6 @@ func (fp *FlowPlan) planIndexes(f, old *Flow, obs Observation, creating bool) {
 			}
 			fp.Indexes = append(fp.Indexes, c)
 		}
-		if f.skipsDefaultIndex() {
-			fp.Notes = append(fp.Notes, noDefaultNote(f))
-		}
 	case obs.IndexesRead && f.Partitioned():
 		fp.Indexes = f.PartitionedIndexChanges(obs.Indexes, obs.Partitions)
 	case obs.IndexesRead:

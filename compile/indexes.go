@@ -90,45 +90,15 @@ func (f *Flow) analyzeIndexes() diag.List {
 		}
 		ds = append(ds, f.addIndex(ix, decl)...)
 	}
-	if !t.IndexesDeclared && f.PartitionBy != "" && !f.primaryLeadsWith(f.PartitionBy) && !f.skipsDefaultIndex() {
+	if !t.IndexesDeclared && f.PartitionBy != "" && !f.primaryLeadsWith(f.PartitionBy) {
 		c := t.Column(f.PartitionBy)
 		if c != nil && MethodSupports("btree", c.Type) {
-			ix := f.defaultIndex()
+			ix := Index{Columns: []string{f.PartitionBy}, Using: "btree", Default: true, Pos: t.Pos, OnPartitioned: t.Partitioning != nil}
+			ix.Name = IndexName(t.Name, ix)
 			f.indexes = append(f.indexes, ix)
 		}
 	}
 	return ds
-}
-
-// defaultIndex is the index rwc adds on the partition column when the
-// spec declares none.
-func (f *Flow) defaultIndex() Index {
-	t := f.Table
-	ix := Index{Columns: []string{f.PartitionBy}, Using: "btree", Default: true, Pos: t.Pos, OnPartitioned: t.Partitioning != nil}
-	ix.Name = IndexName(t.Name, ix)
-	return ix
-}
-
-func (f *Flow) defaultIndexName() string { return f.defaultIndex().Name }
-
-// skipsDefaultIndex: the spec declares no index, and the one rwc would
-// add serves nothing (oneValuePerPartition).
-func (f *Flow) skipsDefaultIndex() bool {
-	return !f.Table.IndexesDeclared && f.PartitionBy != "" && !f.primaryLeadsWith(f.PartitionBy) && f.oneValuePerPartition()
-}
-
-// oneValuePerPartition: each of the target's partitions holds one value
-// of the window's partition column (a date column, partitioned by day),
-// which partition pruning finds. An index on it would serve no query
-// (every row of a partition is a match), and building it cost each
-// swapped partition a sort: rwc adds no default index then.
-func (f *Flow) oneValuePerPartition() bool {
-	p := f.Table.Partitioning
-	if p == nil || p.By != f.PartitionBy || p.Interval != "day" {
-		return false
-	}
-	c := f.Table.Column(p.By)
-	return c != nil && c.Type.Family == pgtype.Date
 }
 
 // primaryLeadsWith: the primary key's index starts with col, and so
