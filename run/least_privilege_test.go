@@ -88,7 +88,8 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 	// Roles are the cluster's, not the database's: remove this one (and
 	// what it owns and was granted here) before the database goes.
 	t.Cleanup(func() {
-		for _, q := range []string{`DROP OWNED BY rwc_planner CASCADE`, `DROP ROLE IF EXISTS rwc_planner`,
+		for _, q := range []string{`DROP OWNED BY rwc_owner CASCADE`, `DROP ROLE IF EXISTS rwc_owner`,
+			`DROP OWNED BY rwc_planner CASCADE`, `DROP ROLE IF EXISTS rwc_planner`,
 			`DROP OWNED BY rwc_deployer CASCADE`, `DROP ROLE IF EXISTS rwc_deployer`} {
 			if _, err := db.Exec(q); err != nil {
 				t.Errorf("%s: %v", q, err)
@@ -118,6 +119,8 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 		"2026-03-08 Home 1; 2026-03-09 Cart 1; 2026-03-09 Home 1; 2026-03-10 Cart 1" {
 		t.Errorf("page_views after two applies: %q", got)
 	}
+
+	notOwned(t, db, role, good)
 
 	// rwc_planner plans, against the deployed state (nothing to do, then a
 	// changed window), and can write nothing: not a target, not rwc's
@@ -180,6 +183,38 @@ func TestLeastPrivilegeRecipe(t *testing.T) {
 		if err == nil || !errors.As(err, &pe) || pe.Code != "42501" {
 			t.Errorf("as rwc_deployer, %s: %v; want permission denied", q, err)
 		}
+	}
+}
+
+// notOwned: rwc_deployer gave the target it created rwc's autovacuum
+// settings; once another role owns it (rwc_deployer granted what a refresh
+// needs), they are not rwc's to set: a refresh leaves the table's settings
+// alone (ALTER TABLE … SET would fail), and rwc status says why.
+func notOwned(t *testing.T, db *sql.DB, role, specs string) {
+	t.Helper()
+	options := func() string {
+		var o string
+		if err := db.QueryRow(`SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = 'analytics.page_views'::regclass`).Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	if got := options(); !strings.Contains(got, "autovacuum_vacuum_scale_factor=0") {
+		t.Errorf("the target rwc_deployer created and owns has storage settings %q, want rwc's", got)
+	}
+	mustExec(t, db, `CREATE ROLE rwc_owner NOLOGIN;
+		ALTER TABLE analytics.page_views OWNER TO rwc_owner;
+		ALTER TABLE analytics.page_views RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold, autovacuum_vacuum_cost_delay);
+		GRANT SELECT, INSERT, DELETE ON analytics.page_views TO rwc_deployer;
+		INSERT INTO raw.events VALUES ('2026-03-10', 'home')`)
+	if code, out := runRWC(t, role, "apply", "--allow-dirty", specs); code != 0 {
+		t.Fatalf("rwc apply as rwc_deployer of a target rwc_owner owns: exit %d:\n%s", code, out)
+	}
+	if got := options(); got != "" {
+		t.Errorf("a refresh gave the target rwc does not own storage settings %q", got)
+	}
+	if code, out := runRWC(t, role, "status", "--format", "json", specs); code != 0 || !strings.Contains(out, "rwc does not own the target") {
+		t.Errorf("rwc status of a target rwc does not own: exit %d, want it to say so:\n%s", code, out)
 	}
 }
 
