@@ -1,10 +1,13 @@
 package run_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // reloptions is the target t's storage settings, in name order.
@@ -93,5 +96,47 @@ func TestAutovacuumThresholdIsTheRefreshsOwnDDL(t *testing.T) {
 	}
 	if res := refresh(t, e.runner(now0), reqWindow(f)); len(res.Partitions) != 0 || !strings.Contains(res.Capture, "no probe") {
 		t.Errorf("the refresh after: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
+	}
+}
+
+// With track_counts off, autovacuum sees no dead rows and vacuums nothing:
+// rwc vacuums the target itself, once its own count of the dead rows its
+// refreshes left reaches four windows' worth (the server counts none to
+// compare with), gives it no autovacuum settings, and rwc status says so.
+func TestTrackCountsOffRWCVacuums(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.Server(t, "track_counts = off")
+	if err := run.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	e := &env{t: t, db: db, dsn: dsn}
+	e.seedDaily()
+	e.exec(`CREATE EXTENSION pgstattuple`)
+	r := e.runner(now0)
+	f := flow(t, map[string]string{"p.yaml": dailySpec}, "t")
+	refresh(t, r, reqWindow(f))
+	e.exec(`INSERT INTO ev SELECT DATE '2026-03-09', 'late', i FROM generate_series(1, 5000) i`)
+	// Each full refresh deletes every row, leaving them dead; the window
+	// holds 5,006, so rwc vacuums once it counts 20,024. Its VACUUM leaves
+	// the table no dead row (the refreshes between leave theirs to the
+	// next one's pruning: one refresh's worth stays).
+	var counted, dead []int64
+	for range 5 {
+		refresh(t, r, run.Request{Flow: f, Mode: run.Full})
+		counted = append(counted, e.count(`SELECT dead_rows FROM rwc.flows`))
+		dead = append(dead, e.count(`SELECT dead_tuple_count FROM pgstattuple('t')`))
+	}
+	if fmt.Sprint(counted) != "[6 5012 10018 15024 0]" || dead[3] == 0 || dead[4] != 0 {
+		t.Errorf("after each full refresh, rwc counted %v dead rows and the table held %v; want rwc's VACUUM after the fifth", counted, dead)
+	}
+	if got := reloptions(e); got != "" {
+		t.Errorf("the target got storage settings %q on a server whose autovacuum sees nothing", got)
+	}
+	st, err := run.ReadStatus(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := st.Flows[0].Capture.Vacuum; v.By != "rwc" || v.Why != "autovacuum is off on the server" {
+		t.Errorf("rwc status says %+v of who vacuums, want rwc, autovacuum being off", v)
 	}
 }
