@@ -439,6 +439,37 @@ func stageIndexSQL(stage, name string, ix Index) []string {
 	return []string{s}
 }
 
+// premakes creates the partitions missing for ranges: those that neither
+// exist nor overlap one that does (known only when the partitions were
+// read, or the refresh creates the target).
+func (f *Flow) premakes(ranges []dateRange, d Decision, obs Observation) []string {
+	if !obs.PartitionsRead && d.Action != ActionCreate {
+		return nil
+	}
+	var out []string
+	for _, r := range ranges {
+		if name, overlapped := existing(obs, r); name == "" && !overlapped {
+			out = append(out, f.premakeSQL(r, obs)...)
+		}
+	}
+	return out
+}
+
+// PartitionsFirst is, beside a DEFAULT partition, Statements.PartitionsFirst
+// of a refresh of resolved, known before its capture decides what it
+// writes (what it writes lies within resolved): a refresh that must make
+// partitions first then captures once, after they are made.
+func (f *Flow) PartitionsFirst(resolved *predicate.Predicate, d Decision, obs Observation) ([]string, error) {
+	if !f.Partitioned() || obs.DefaultPartition == "" {
+		return nil, nil
+	}
+	all, err := f.partitionsOf(resolved, obs.Today)
+	if err != nil {
+		return nil, err
+	}
+	return f.premakes(all, d, obs), nil
+}
+
 // partitionedWrites is Writes for a partitioned target: the partitions
 // missing for what it writes (p) or for the window (or the override's
 // range: resolved) are created, those wholly inside it (up to
@@ -466,13 +497,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		return s, err
 	}
 	made := union(all, ranges)
-	if obs.PartitionsRead || d.Action == ActionCreate {
-		for _, r := range made {
-			if name, overlapped := existing(obs, r); name == "" && !overlapped {
-				s.Premake = append(s.Premake, f.premakeSQL(r, obs)...)
-			}
-		}
-	}
+	s.Premake = f.premakes(made, d, obs)
 	if obs.DefaultPartition != "" {
 		s.PartitionsFirst, s.Premake = s.Premake, nil
 	}

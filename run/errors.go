@@ -36,6 +36,32 @@ const unchanged = "the refresh was rolled back and the target is unchanged"
 
 func (e *QueryError) Unwrap() error { return e.PG }
 
+// serverRefused is a refresh's server error that no step put in rwc's
+// words (a privilege the role lacks, a disk full, a partition someone made
+// meanwhile): the server's message and SQLSTATE instead of the driver's
+// "pq: …", and what the refresh left.
+type serverRefused struct {
+	err error
+	msg string
+}
+
+func (e *serverRefused) Error() string { return e.msg }
+func (e *serverRefused) Unwrap() error { return e.err }
+
+// inServerWords is err as serverRefused says it, when err still reads as
+// the driver's (after: what the refresh left).
+func inServerWords(err error, after string) error {
+	var pe *pq.Error
+	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), pe.Error()) {
+		return err
+	}
+	msg := strings.Replace(err.Error(), pe.Error(), "the server refused it: "+serverWords(pe), 1)
+	if !strings.Contains(msg, "rolled back") {
+		msg += "; " + after
+	}
+	return &serverRefused{err: err, msg: msg}
+}
+
 // ConnectProblem says why a session could not be opened, in rwc's words:
 // the server's message with its SQLSTATE and what to check, rather than
 // the driver's "pq: …".

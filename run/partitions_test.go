@@ -11,6 +11,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // partSpec is dailySpec with a partitioned target: one partition a day.
@@ -598,6 +599,27 @@ func TestDefaultPartitionReadersWaitOnlyForTheSwap(t *testing.T) {
 	if !strings.Contains(log.String(), "created the partitions the refresh needs, committed before it") {
 		t.Errorf("the log does not say the partitions were made first:\n%s", log.String())
 	}
+}
+
+// A refresh that fails after it made its partitions first (an expectation
+// fails here) rolls back its own transaction, and says that the partitions
+// stay, empty; the rows are as they were.
+func TestFailedRefreshSaysItsPartitionsStay(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT; UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	rows := e.rows(`SELECT t::text FROM t ORDER BY 1`)
+	failing := flow(t, map[string]string{"p.yaml": withExpect(partSpec, "      negative:\n        check: v < 0\n")}, "t")
+	res := e.runner(now0.Add(24*time.Hour)).Refresh(context.Background(), reqWindow(failing))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "the refresh was rolled back; the partitions it made (empty), committed before it, stay") {
+		t.Errorf("the failed refresh says %v; want that its partitions stay", res.Err)
+	}
+	if e.oidOf("t_p20260313") == "" {
+		t.Errorf("no partition made for 2026-03-13: %v", e.partitions("t"))
+	}
+	pgtest.SameRows(t, "the target after the failed refresh", e.rows(`SELECT t::text FROM t ORDER BY 1`), rows)
 }
 
 // What a REPEATABLE READ reader sees: one that read the target before a

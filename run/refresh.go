@@ -153,9 +153,10 @@ type Result struct {
 
 // Refresh runs one refresh in one transaction under the flow's advisory
 // lock: a failure or a kill at any point leaves the target and the state as
-// they were. Column changes are the exception: they commit just before, on
-// their own, so that readers of the target never wait for the recompute
-// (see evolveAlone).
+// they were. Two things are the exception, committed just before on their
+// own, so that readers of the target never wait for the recompute: column
+// changes (see evolveAlone), and, beside a DEFAULT partition, the empty
+// partitions the refresh needs (see premakeAlone).
 func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	f := req.Flow
 	// StartedAt is the wall clock; the window is resolved at opts.Now, which
@@ -179,11 +180,12 @@ func (r *Runner) Refresh(ctx context.Context, req Request) Result {
 	if err != nil {
 		err = stoppedBy(ctx, "the refresh of flow "+f.Name(), err)
 		after := unchanged
-		var ac *afterColumns
+		var ac *afterFirst
 		if errors.As(err, &ac) {
 			after = ac.rolledBack()
 		}
 		err = lockTimeout(ctx, r.db, "flow "+f.Name(), flowRels(f), r.opts.LockTimeout, after, err)
+		err = inServerWords(err, after)
 		res.Err = err
 		var refused *Refusal
 		if !errors.As(err, &refused) {
@@ -234,45 +236,66 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 		return err
 	}
 	start := *res
-	var changes []compile.ColumnChange
-	evolved := false
-	for attempt := 0; ; attempt++ {
-		err := r.refreshLocked(ctx, conn, req, res, resolved)
-		var cols *columnsFirst
-		var parts *partitionsFirst
-		switch {
-		case errors.As(err, &cols) && !evolved:
-			evolved = true
-			// The target's columns change first, in a transaction of their
-			// own (see evolveAlone); then the refresh runs again from the
-			// start, in a new snapshot, and finds nothing left to change in
-			// them.
-			if changes, err = r.evolveAlone(ctx, conn, f); err != nil {
-				return err
-			}
-			err = r.syncIndexes(ctx, conn, f)
-		case errors.As(err, &parts) && attempt < 3:
-			// Its partitions, made and committed (premakeAlone), are there
-			// for the refresh run again; a second time only when someone
-			// dropped one meanwhile.
-			err = r.premakeAlone(ctx, conn, f, parts.stmts)
-		default:
-			return withColumns(err, changes)
-		}
-		if err != nil {
-			return withColumns(err, changes)
+	var first committedFirst
+	for {
+		again, err := r.commitFirst(ctx, conn, f, r.refreshLocked(ctx, conn, req, res, resolved), &first)
+		if !again {
+			return first.wrap(err)
 		}
 		*res = start
 	}
 }
 
-// withColumns is a refresh's error, saying so when the target's column
-// changes committed before it (afterColumns).
-func withColumns(err error, changes []compile.ColumnChange) error {
-	if err == nil || len(changes) == 0 {
+// committedFirst is what a refresh committed before its own transaction,
+// each in a transaction of its own: the target's column changes
+// (evolveAlone), and its partitions beside a DEFAULT one (premakeAlone).
+type committedFirst struct {
+	evolved    bool
+	changes    []compile.ColumnChange
+	premakes   int
+	partitions bool
+}
+
+// maxPremakes bounds the refreshes that find partitions to make first: a
+// second one finds some only when someone dropped one just made.
+const maxPremakes = 2
+
+// commitFirst does what a refresh's transaction asked to be committed
+// before it (its error err: columnsFirst, partitionsFirst), recording it
+// in first, and reports whether the refresh runs again, from the start,
+// in a new snapshot that finds nothing left to do first.
+func (r *Runner) commitFirst(ctx context.Context, conn *sql.Conn, f *compile.Flow, err error, first *committedFirst) (bool, error) {
+	var cols *columnsFirst
+	var parts *partitionsFirst
+	switch {
+	case errors.As(err, &cols) && !first.evolved:
+		first.evolved = true
+		changes, err := r.evolveAlone(ctx, conn, f)
+		if err != nil {
+			return false, err
+		}
+		first.changes = changes
+		return true, r.syncIndexes(ctx, conn, f)
+	case errors.As(err, &parts) && first.premakes < maxPremakes:
+		first.premakes++
+		if err := r.premakeAlone(ctx, conn, f, parts.stmts); err != nil {
+			return false, err
+		}
+		first.partitions = true
+		return true, nil
+	case errors.As(err, &parts):
+		return false, fmt.Errorf("flow %s: the partitions it needs went missing again right after it made them (is something dropping them?); %s: find what drops them, then apply again", f.Name(), unchanged)
+	}
+	return false, err
+}
+
+// wrap is a refresh's error, saying what committed before it stays
+// (afterFirst).
+func (c committedFirst) wrap(err error) error {
+	if err == nil || len(c.changes) == 0 && !c.partitions {
 		return err
 	}
-	return &afterColumns{err: err, changes: changes}
+	return &afterFirst{err: err, changes: c.changes, partitions: c.partitions}
 }
 
 // decideAfterWrite decides again once the target's probe answered (see

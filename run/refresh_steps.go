@@ -53,6 +53,8 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 		return err
 	}
 	if len(rt.stmts.PartitionsFirst) > 0 {
+		// prepare found none to make first: one of them went missing since
+		// (someone dropped it).
 		return &partitionsFirst{stmts: rt.stmts.PartitionsFirst}
 	}
 	if err := rt.expectBefore(ctx); err != nil {
@@ -177,7 +179,7 @@ func (rt *refreshTx) observe(ctx context.Context) error {
 
 // prepare decides what the refresh does before it writes, refuses what it
 // must refuse, and makes the target ready: created, or its columns changed
-// first (columnsFirst).
+// first (columnsFirst), or its partitions made first (partitionsFirst).
 func (rt *refreshTx) prepare(ctx context.Context) error {
 	f, req, res := rt.f, rt.req, rt.res
 	var err error
@@ -190,9 +192,6 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	rt.dec = f.DecideRefresh(compile.RefreshInput{State: rt.st, Window: rt.window,
 		Override: req.Mode == Override, Full: req.Mode == Full, Observed: rt.obs})
-	if rt.dec.NotIncremental != "" {
-		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
-	}
 	res.Action, res.Reasons = rt.dec.Action, rt.dec.Reasons // a refusal below says what was refused
 	if err := adoptable(ctx, rt.tx, f, &rt.st, rt.obs, rt.dec.Columns, rt.r.opts.Log); err != nil {
 		return err
@@ -204,6 +203,16 @@ func (rt *refreshTx) prepare(ctx context.Context) error {
 	}
 	if err := rt.r.ensureTarget(ctx, rt.tx, f, rt.stmts, rt.dec.Columns, rt.obs.TargetOID, rt.obs.Citus); err != nil {
 		return err
+	}
+	first, err := f.PartitionsFirst(rt.resolved, rt.dec, rt.obs)
+	if err != nil {
+		return err
+	}
+	if len(first) > 0 {
+		return &partitionsFirst{stmts: first}
+	}
+	if rt.dec.NotIncremental != "" {
+		fmt.Fprintf(rt.r.opts.Log, "%s: not incremental: %s\n", f.Name(), rt.dec.NotIncremental)
 	}
 	if rt.obs.TargetOID == 0 && rt.stmts.Distribute != "" {
 		// Created a Citus table: probed as one from now on.

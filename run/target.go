@@ -77,17 +77,19 @@ type columnsFirst struct{}
 
 func (*columnsFirst) Error() string { return "the target's columns change first" }
 
-// afterColumns is a refresh that failed after its target's column changes
-// committed: those stay, whatever the refresh's own error says.
-type afterColumns struct {
-	err     error
-	changes []compile.ColumnChange
+// afterFirst is a refresh that failed after what it committed first
+// (committedFirst): its target's column changes, its partitions. Those
+// stay, whatever the refresh's own error says.
+type afterFirst struct {
+	err        error
+	changes    []compile.ColumnChange
+	partitions bool
 }
 
 // Error is the refresh's error, saying what stays: in place of its
 // "unchanged", which is not always its last words (an expectations
 // failure lists the failures after it).
-func (e *afterColumns) Error() string {
+func (e *afterFirst) Error() string {
 	msg := e.err.Error()
 	if strings.Contains(msg, unchanged) {
 		return strings.Replace(msg, unchanged, e.rolledBack(), 1)
@@ -95,17 +97,27 @@ func (e *afterColumns) Error() string {
 	return msg + "; " + e.rolledBack()
 }
 
-func (e *afterColumns) Unwrap() error { return e.err }
+func (e *afterFirst) Unwrap() error { return e.err }
 
-// rolledBack says what a failed refresh left: the target as it was, or, when
-// its column changes committed before it, the target's rows as they were.
-func (e *afterColumns) rolledBack() string {
-	var names []string
-	for _, c := range e.changes {
-		names = append(names, c.Change())
+// rolledBack says what a failed refresh left: the target's rows as they
+// were, and what it committed before.
+func (e *afterFirst) rolledBack() string {
+	var stay []string
+	if len(e.changes) > 0 {
+		var names []string
+		for _, c := range e.changes {
+			names = append(names, c.Change())
+		}
+		stay = append(stay, fmt.Sprintf("the target's column changes (%s)", strings.Join(names, ", ")))
 	}
-	return fmt.Sprintf("the refresh was rolled back; the target's column changes (%s), committed before it, stay, and the next refresh recomputes the window",
-		strings.Join(names, ", "))
+	if e.partitions {
+		stay = append(stay, "the partitions it made (empty)")
+	}
+	msg := "the refresh was rolled back; " + strings.Join(stay, " and ") + ", committed before it, stay"
+	if len(e.changes) > 0 {
+		msg += ", and the next refresh recomputes the window"
+	}
+	return msg
 }
 
 // evolveAlone commits the target's column changes, with the state's record
@@ -158,11 +170,12 @@ func (r *Runner) inAttempts(ctx context.Context, once func(wait time.Duration) e
 }
 
 // ddlAttempt bounds each attempt of evolveAlone and premakeAlone to take
-// its lock, and ddlPause is the rest between two. While an ALTER TABLE waits for ACCESS
-// EXCLUSIVE (behind a session holding any lock on the target, a long
-// report, an idle transaction), every reader that comes after it queues
-// behind it: attempts that give up soon let that queue through, and they
-// go on until --lock-timeout has passed, as one long wait would.
+// its lock, and ddlPause is the rest between two. While an ALTER TABLE
+// waits for ACCESS EXCLUSIVE (behind a session holding any lock on the
+// target, a long report, an idle transaction), every reader that comes
+// after it queues behind it: attempts that give up soon let that queue
+// through, and they go on until --lock-timeout has passed, as one long
+// wait would.
 const (
 	ddlAttempt = 200 * time.Millisecond
 	ddlPause   = 50 * time.Millisecond
