@@ -192,10 +192,15 @@ func textValues(ctx context.Context, tx *sql.Tx, f *compile.Flow, q string) ([]s
 // counts the rows the swaps will remove. The rows are inserted by the
 // refresh's top-level transaction, as a DELETE+INSERT's are, so that the
 // next refresh recognises them as its own (rewrittenKey).
-func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, counts map[string]int64) (old, inserted int64, err error) {
+func (r *Runner) stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, counts map[string]int64, beside bool) (old, inserted int64, err error) {
 	if len(stmts.Swaps) == 0 {
 		return 0, 0, nil
 	}
+	counted, err := r.countSwapped(ctx, tx, stmts, beside)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer counted.stop()
 	for _, sw := range stmts.Swaps {
 		if _, err := tx.ExecContext(ctx, sw.Build); err != nil {
 			return 0, 0, err
@@ -212,8 +217,75 @@ func stage(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 			return 0, 0, stageError(f, sw, err)
 		}
 	}
-	err = tx.QueryRowContext(ctx, stmts.CountSwapped).Scan(&old)
+	old, err = counted.result()
 	return old, inserted, err
+}
+
+// countSwapped starts counting the rows of the partitions stmts swaps out,
+// which the refresh deletes by swapping them: beside the loads, on a
+// connection of its own in the refresh's snapshot (asideLazily), when the
+// partitions are ones that snapshot shows (beside); else, or when the
+// connection could not take its locks in time, in tx once the loads are
+// done. It is the first read of the rows the last refresh wrote, which
+// sets their hint bits: 9 ms for a 63,000-row window in a scratch
+// measurement, 5 ms read again.
+func (r *Runner) countSwapped(ctx context.Context, tx *sql.Tx, stmts compile.Statements, beside bool) (*swappedCount, error) {
+	here := func() ([]fingerprintRow, error) { return countRows(ctx, tx, stmts.CountSwapped) }
+	c := &swappedCount{here: here, release: func() {}}
+	if !beside {
+		return c, nil
+	}
+	parts := make([]string, len(stmts.Swaps))
+	for i, sw := range stmts.Swaps {
+		parts[i] = sw.Partition
+	}
+	sc := r.spares(ctx)
+	a, err := r.asideLazily(ctx, tx, sc, parts, func(ctx context.Context, atx *sql.Tx) ([]fingerprintRow, error) {
+		return countRows(ctx, atx, stmts.CountSwapped)
+	})
+	if err != nil {
+		sc.release()
+		return nil, err
+	}
+	c.aside, c.release = a, sc.release
+	return c, nil
+}
+
+// swappedCount is a count countSwapped started. Its one row's n is the
+// count, so that it runs as the probes aside do.
+type swappedCount struct {
+	aside   *asideProbe // nil: counted here
+	here    func() ([]fingerprintRow, error)
+	release func()
+}
+
+// result is the count: the one aside, once it holds its locks (see
+// besideOrHere), else counted here.
+func (c *swappedCount) result() (int64, error) {
+	var rows []fingerprintRow
+	var err error
+	if c.aside != nil && c.aside.hasLocks() {
+		rows, err = c.aside.result()
+	} else {
+		c.aside.stop()
+		rows, err = c.here()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return rows[0].n, nil
+}
+
+// stop ends the count aside, should the refresh fail before its result.
+func (c *swappedCount) stop() {
+	c.aside.stop()
+	c.release()
+}
+
+func countRows(ctx context.Context, tx *sql.Tx, count string) ([]fingerprintRow, error) {
+	var n int64
+	err := tx.QueryRowContext(ctx, count).Scan(&n)
+	return []fingerprintRow{{n: n}}, err
 }
 
 // stageError says which partition's new rows broke a unique key.

@@ -12,6 +12,7 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
+	"github.com/rwc-dev/rwc/run/pgtest/cutproxy"
 )
 
 // partSpec is dailySpec with a partitioned target: one partition a day.
@@ -620,6 +621,62 @@ func TestFailedRefreshSaysItsPartitionsStay(t *testing.T) {
 		t.Errorf("no partition made for 2026-03-13: %v", e.partitions("t"))
 	}
 	pgtest.SameRows(t, "the target after the failed refresh", e.rows(`SELECT t::text FROM t ORDER BY 1`), rows)
+}
+
+// The rows of the partitions a swap replaces are counted beside the
+// staging tables' loads, on a connection of their own in the refresh's
+// snapshot, and the count is the one the refresh reports.
+func TestSwappedRowsCountedBesideTheLoads(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	// Loads long enough (50,000 rows a day) for the count's connection to
+	// open and take its locks meanwhile.
+	e.exec(`INSERT INTO ev SELECT d::date, 'x' || i, i FROM generate_series(DATE '2026-03-08', DATE '2026-03-10', interval '1 day') d, generate_series(1, 50000) i`)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	up, err := cutproxy.Upstream(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cutproxy.Start(up, cutproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dsn, err := p.DSN(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := run.New(db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second})
+	aside := 0
+	for range 3 {
+		e.exec(`UPDATE ev SET v = v + 1`)
+		from := len(p.Log())
+		res := refresh(t, r, reqWindow(f))
+		if res.RowsDeleted != 150006 || len(res.Swapped) != 3 {
+			t.Fatalf("the refresh deleted %d rows, swapping %v; want 150006, three partitions", res.RowsDeleted, res.Swapped)
+		}
+		loads, count := map[int]bool{}, 0
+		for _, b := range p.Log()[from:] {
+			switch {
+			case strings.HasPrefix(b.SQL, `INSERT INTO "public"."t_s`):
+				loads[b.Conn] = true
+			case strings.HasPrefix(b.SQL, `SELECT (SELECT count(*) FROM "public"."t_p`):
+				count = b.Conn
+			}
+		}
+		if count != 0 && !loads[count] {
+			aside++
+		}
+	}
+	if aside == 0 {
+		t.Errorf("in three refreshes, the swapped partitions were never counted beside the loads")
+	}
 }
 
 // What a REPEATABLE READ reader sees: one that read the target before a

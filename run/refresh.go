@@ -322,7 +322,7 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 				return dec, err
 			}
 		}
-		w, err := write(ctx, tx, f, whole, 0, nil)
+		w, err := r.write(ctx, tx, f, obs, whole, 0, nil)
 		if err != nil {
 			return dec, err
 		}
@@ -374,7 +374,7 @@ type queryer interface {
 // partitions are created first, and its swaps staged after (stage): the
 // rows they will remove count as deleted, swapped the rows to leave no
 // dead rows behind.
-func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
+func (r *Runner) write(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs compile.Observation, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
 	made, err := premake(ctx, tx, f, stmts)
 	if err != nil {
 		return written{}, err
@@ -394,7 +394,11 @@ func write(ctx context.Context, tx *sql.Tx, f *compile.Flow, stmts compile.State
 		}
 		inserted = n
 	}
-	old, staged, err := stage(ctx, tx, f, stmts, counts)
+	// The partitions it swaps out are the committed ones (none made just
+	// now) and not Citus's, which no exported snapshot covers: they are
+	// counted beside the loads.
+	beside := !made && !f.TargetDistributed(obs)
+	old, staged, err := r.stage(ctx, tx, f, stmts, counts, beside)
 	return written{deleted: deleted + old, inserted: inserted + staged, swapped: old, staged: staged, made: made}, err
 }
 
