@@ -17,6 +17,7 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
+	"github.com/rwc-dev/rwc/run/pgtest/cutproxy"
 	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
@@ -29,6 +30,17 @@ type env struct {
 	t   testing.TB
 	db  *sql.DB
 	dsn string
+}
+
+// newServerEnv is newEnv on a server of the test's own, with settings
+// (pgtest.Server) the shared one must not have.
+func newServerEnv(t testing.TB, settings ...string) *env {
+	t.Helper()
+	db, dsn := pgtest.Server(t, settings...)
+	if err := run.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return &env{t: t, db: db, dsn: dsn}
 }
 
 func newEnv(t testing.TB) *env {
@@ -280,4 +292,24 @@ func statements(t testing.TB, f *flowT, at time.Time) compile.Statements {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// proxied starts a cutproxy in front of dsn's server, and returns it with
+// the DSN that connects through it.
+func proxied(t *testing.T, dsn string, opts cutproxy.Options) (*cutproxy.Proxy, string) {
+	t.Helper()
+	up, err := cutproxy.Upstream(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cutproxy.Start(up, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdsn, err := p.DSN(dsn)
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p, pdsn
 }

@@ -493,19 +493,8 @@ func (w *walk) run(t *testing.T, cutAfter int) walkRun {
 			}
 		}
 	}
-	up, err := cutproxy.Upstream(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cutproxy.Start(up, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pdsn := proxied(t, dsn, opts)
 	defer p.Close()
-	pdsn, err := p.DSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := slices.Clone(w.sc.args)
 	for i, a := range args {
 		if a == "DIR" {

@@ -634,19 +634,8 @@ func TestSwappedRowsCountedBesideTheLoads(t *testing.T) {
 	e.exec(`INSERT INTO ev SELECT d::date, 'x' || i, i FROM generate_series(DATE '2026-03-08', DATE '2026-03-10', interval '1 day') d, generate_series(1, 50000) i`)
 	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
-	up, err := cutproxy.Upstream(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cutproxy.Start(up, cutproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, dsn := proxied(t, e.dsn, cutproxy.Options{})
 	defer p.Close()
-	dsn, err := p.DSN(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -188,19 +188,8 @@ func readPlanFile(t *testing.T, file string) compile.Plan {
 // returns the text of every statement it sent.
 func appliedThroughProxy(t *testing.T, e *env, file, flag string) []string {
 	t.Helper()
-	up, err := cutproxy.Upstream(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cutproxy.Start(up, cutproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, dsn := proxied(t, e.dsn, cutproxy.Options{})
 	defer p.Close()
-	dsn, err := p.DSN(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := []string{"apply", "--allow-dirty", file}
 	if flag != "" {
 		args = append(args, flag)

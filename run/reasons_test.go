@@ -649,11 +649,7 @@ func TestRepeatedRefreshesKeepTargetSize(t *testing.T) {
 // minute would; the server counts dead rows up to a second late.
 func TestAutovacuumKeepsTargetHealthy(t *testing.T) {
 	t.Parallel()
-	db, dsn := pgtest.Server(t, "autovacuum_naptime = 1s")
-	if err := run.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
-	e := &env{t: t, db: db, dsn: dsn}
+	e := newServerEnv(t, "autovacuum_naptime = 1s")
 	s, refresh := churnedTarget(t, e)
 	s.dml(`INSERT INTO %s SELECT DATE '2025-03-01' + i %% 300, 'history', i FROM generate_series(1, 300000) i`)
 	e.exec(`ANALYZE t`)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/rwc-dev/rwc/run"
-	"github.com/rwc-dev/rwc/run/pgtest"
 )
 
 // reloptions is the target t's storage settings, in name order.
@@ -105,11 +104,8 @@ func TestAutovacuumThresholdIsTheRefreshsOwnDDL(t *testing.T) {
 // compare with), gives it no autovacuum settings, and rwc status says so.
 func TestTrackCountsOffRWCVacuums(t *testing.T) {
 	t.Parallel()
-	db, dsn := pgtest.Server(t, "track_counts = off")
-	if err := run.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
-	e := &env{t: t, db: db, dsn: dsn}
+	e := newServerEnv(t, "track_counts = off")
+	db := e.db
 	e.seedDaily()
 	e.exec(`CREATE EXTENSION pgstattuple`)
 	r := e.runner(now0)
