@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,25 +117,39 @@ func TestPartitionLifecycle(t *testing.T) {
 }
 
 // A backfill into days before the first partition creates their
-// partitions first, and fills them.
+// partitions first, and fills them; beside a DEFAULT partition, in a
+// transaction of their own before the backfill's.
 func TestPartitionBackfillCreatesPartitions(t *testing.T) {
 	t.Parallel()
-	e := newDailyEnv(t)
-	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
-	refresh(t, e.runner(now0), reqWindow(f))
-	res := refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-01') && d <= date('2026-03-03')")})
-	checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
-	for _, p := range []string{"t_p20260301", "t_p20260302", "t_p20260303"} {
-		if e.oidOf(p) == "" {
-			t.Errorf("no partition %s after the backfill: %v", p, e.partitions("t"))
-		}
+	for _, withDefault := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DEFAULT partition %v", withDefault), func(t *testing.T) {
+			t.Parallel()
+			e := newDailyEnv(t)
+			f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+			refresh(t, e.runner(now0), reqWindow(f))
+			if withDefault {
+				e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT`)
+			}
+			var log strings.Builder
+			r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second, Log: &log})
+			res := refresh(t, r, run.Request{Flow: f, Mode: run.Override, Where: where(t, f, "d >= date('2026-03-01') && d <= date('2026-03-03')")})
+			checkOutcome(t, res, compile.ActionBackfill, compile.ReasonBackfill)
+			for _, p := range []string{"t_p20260301", "t_p20260302", "t_p20260303"} {
+				if e.oidOf(p) == "" {
+					t.Errorf("no partition %s after the backfill: %v", p, e.partitions("t"))
+				}
+			}
+			if got := e.count(`SELECT count(*) FROM t WHERE d <= '2026-03-03'`); got != 6 {
+				t.Errorf("%d backfilled rows, want 6", got)
+			}
+			if first := strings.Contains(log.String(), "committed before it"); first != withDefault {
+				t.Errorf("partitions made in a transaction of their own: %v, want %v:\n%s", first, withDefault, log.String())
+			}
+			// The next window refresh finds the target as rwc left it.
+			res = refresh(t, e.runner(now0), reqWindow(f))
+			checkOutcome(t, res, compile.ActionIncremental)
+		})
 	}
-	if got := e.count(`SELECT count(*) FROM t WHERE d <= '2026-03-03'`); got != 6 {
-		t.Errorf("%d backfilled rows, want 6", got)
-	}
-	// The next window refresh finds the target as rwc left it.
-	res = refresh(t, e.runner(now0), reqWindow(f))
-	checkOutcome(t, res, compile.ActionIncremental)
 }
 
 // A backfill swaps in the whole partitions of its range that lie outside
