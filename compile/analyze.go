@@ -34,7 +34,6 @@ type Flow struct {
 	fingerprintOnce sync.Once
 	fingerprint     string
 	pushed          sync.Map // pushedQuery's answers, by pushKey
-	predicates      sync.Map // CompilePredicate's answers without issues, by CEL text
 }
 
 // Name is the flow's name, its table's name.
@@ -132,17 +131,8 @@ func predicateColumns(t *spec.Table) []predicate.Column {
 
 // CompilePredicate compiles a predicate (CEL) over f's columns: a
 // backfill's batch, an override, a window rwc narrowed.
-// A refresh of a partitioned target compiles each partition's range, some
-// twice: a compiled predicate is safe to share (predicate.Predicate).
 func (f *Flow) CompilePredicate(cel string) (*predicate.Predicate, []predicate.Issue) {
-	if p, ok := f.predicates.Load(cel); ok {
-		return p.(*predicate.Predicate), nil
-	}
-	p, issues := predicate.Compile(cel, predicateColumns(f.Table))
-	if len(issues) == 0 {
-		f.predicates.Store(cel, p)
-	}
-	return p, issues
+	return predicate.Compile(cel, predicateColumns(f.Table))
 }
 
 // compilePredicate compiles a predicate text and positions its issues in the file.

@@ -337,14 +337,11 @@ func (f *Flow) premakeSQL(r dateRange, obs Observation) []string {
 	return append(out, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", f.Target(), name, r.bound()))
 }
 
-// swapSQL renders the swap of the partition with range r (named old now).
-func (f *Flow) swapSQL(r dateRange, old string, obs Observation, perPartition bool) (Swap, error) {
+// swapSQL renders the swap of the partition with range r (p: r compiled,
+// named old now).
+func (f *Flow) swapSQL(r dateRange, p *predicate.Predicate, old string, obs Observation, perPartition bool) (Swap, error) {
 	stageName := PartitionName(f.Table.Name, r.from, true)
 	stage := f.qualified(stageName)
-	p, issues := f.CompilePredicate(f.rangeCEL(r))
-	if len(issues) > 0 {
-		return Swap{}, fmt.Errorf("%s: %s", f.rangeCEL(r), issues[0].Message)
-	}
 	load, err := f.insertInto(stage, p, obs)
 	if err != nil {
 		return Swap{}, err
@@ -524,7 +521,7 @@ func (f *Flow) partitionedWrites(d Decision, p, resolved *predicate.Predicate, f
 		if old == "" {
 			old = PartitionName(f.Table.Name, r.from, false) // created above, or assumed
 		}
-		sw, err := f.swapSQL(r, old, obs, perPartition)
+		sw, err := f.swapSQL(r, rp, old, obs, perPartition)
 		if err != nil {
 			return s, err
 		}

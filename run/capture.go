@@ -304,7 +304,7 @@ func (c *capture) stop() {
 func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 	out := c.sources
 	for _, p := range c.pending {
-		rows, err := besideOrHere(ctx, tx, p.aside, func() ([]fingerprintRow, error) { return runProbe(ctx, tx, p.probe) })
+		rows, err := besideOrHere(p.aside, func() ([]fingerprintRow, error) { return runProbe(ctx, tx, p.probe) })
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +313,7 @@ func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow,
 	if c.later == nil {
 		return out, nil
 	}
-	later, err := besideOrHere(ctx, tx, c.later, func() ([]fingerprintRow, error) { return c.probe(ctx, tx, c.parted, true) })
+	later, err := besideOrHere(c.later, func() ([]fingerprintRow, error) { return c.probe(ctx, tx, c.parted, true) })
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func (c *capture) allSources(ctx context.Context, tx *sql.Tx) ([]fingerprintRow,
 
 // besideOrHere is the answer of a probe aside, or, when it has not got its
 // locks, of the same probe on this connection (see allSources).
-func besideOrHere(ctx context.Context, tx *sql.Tx, a *asideProbe, here func() ([]fingerprintRow, error)) ([]fingerprintRow, error) {
+func besideOrHere(a *asideProbe, here func() ([]fingerprintRow, error)) ([]fingerprintRow, error) {
 	if a.hasLocks() {
 		return a.result()
 	}

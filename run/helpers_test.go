@@ -294,9 +294,24 @@ func statements(t testing.TB, f *flowT, at time.Time) compile.Statements {
 	return s
 }
 
+// proxiedRunner is runner whose connections go through a proxy, which
+// logs every statement they send; both close with the test.
+func (e *env) proxiedRunner(at time.Time) (*cutproxy.Proxy, *run.Runner) {
+	t := e.t
+	t.Helper()
+	p, dsn := proxied(t, e.dsn, cutproxy.Options{})
+	t.Cleanup(p.Close)
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return p, run.New(db, run.Options{Now: func() time.Time { return at }, LockTimeout: 10 * time.Second})
+}
+
 // proxied starts a cutproxy in front of dsn's server, and returns it with
 // the DSN that connects through it.
-func proxied(t *testing.T, dsn string, opts cutproxy.Options) (*cutproxy.Proxy, string) {
+func proxied(t testing.TB, dsn string, opts cutproxy.Options) (*cutproxy.Proxy, string) {
 	t.Helper()
 	up, err := cutproxy.Upstream(dsn)
 	if err != nil {

@@ -259,16 +259,15 @@ type swappedCount struct {
 	release func()
 }
 
-// result is the count: the one aside, once it holds its locks (see
-// besideOrHere), else counted here.
+// result is the count: the one aside, once it holds its locks
+// (besideOrHere), else counted here.
 func (c *swappedCount) result() (int64, error) {
 	var rows []fingerprintRow
 	var err error
-	if c.aside != nil && c.aside.hasLocks() {
-		rows, err = c.aside.result()
-	} else {
-		c.aside.stop()
+	if c.aside == nil {
 		rows, err = c.here()
+	} else {
+		rows, err = besideOrHere(c.aside, c.here)
 	}
 	if err != nil {
 		return 0, err

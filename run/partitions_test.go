@@ -13,7 +13,6 @@ import (
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgtest"
-	"github.com/rwc-dev/rwc/run/pgtest/cutproxy"
 )
 
 // partSpec is dailySpec with a partitioned target: one partition a day.
@@ -557,6 +556,18 @@ func TestPartitionSwapLocksTheDefaultPartition(t *testing.T) {
 	}
 }
 
+// besideDefault is a partitioned target refreshed at now0, then given a
+// DEFAULT partition, with 2026-03-10's rows changed since: refreshed a
+// day later, it makes 2026-03-13's partition and swaps 2026-03-10's.
+func besideDefault(t *testing.T) (*env, *compile.Flow) {
+	t.Helper()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT; UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	return e, f
+}
+
 // Beside a DEFAULT partition, the partitions a refresh needs are made and
 // committed before it: ATTACH PARTITION holds the DEFAULT one (which it
 // scans) ACCESS EXCLUSIVE until its transaction commits, and in the
@@ -570,10 +581,8 @@ func TestPartitionSwapLocksTheDefaultPartition(t *testing.T) {
 func TestDefaultPartitionReadersWaitOnlyForTheSwap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newDailyEnv(t)
-	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
-	refresh(t, e.runner(now0), reqWindow(f))
-	e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT; INSERT INTO ev VALUES ('2026-03-11', 'a', 11); UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	e, f := besideDefault(t)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-11', 'a', 11)`)
 	_, release := lockHolder(t, e, `SELECT count(*) FROM t_p20260310`)
 	defer release()
 	next := now0.Add(24 * time.Hour) // 2026-03-11, whose partition is missing
@@ -617,15 +626,34 @@ func TestDefaultPartitionReadersWaitOnlyForTheSwap(t *testing.T) {
 	}
 }
 
+// The partitions to make first are known before the capture: a refresh
+// that must make them probes nothing before they are committed, and so
+// probes once, not in a first attempt rolled back and then again.
+func TestPartitionsFirstBeforeTheCapture(t *testing.T) {
+	t.Parallel()
+	e, f := besideDefault(t)
+	p, r := e.proxiedRunner(now0.Add(24 * time.Hour))
+	refresh(t, r, reqWindow(f))
+	attached, probed := -1, -1
+	for i, b := range p.Log() {
+		if attached < 0 && strings.Contains(b.SQL, "ATTACH PARTITION") {
+			attached = i
+		}
+		if probed < 0 && strings.Contains(b.SQL, "hashtidextended") {
+			probed = i
+		}
+	}
+	if attached < 0 || probed < attached {
+		t.Errorf("the first ATTACH PARTITION was statement %d, the first probe %d: want a probe, after the partitions were made", attached, probed)
+	}
+}
+
 // A refresh that fails after it made its partitions first (an expectation
 // fails here) rolls back its own transaction, and says that the partitions
 // stay, empty; the rows are as they were.
 func TestFailedRefreshSaysItsPartitionsStay(t *testing.T) {
 	t.Parallel()
-	e := newDailyEnv(t)
-	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
-	refresh(t, e.runner(now0), reqWindow(f))
-	e.exec(`CREATE TABLE t_default PARTITION OF t DEFAULT; UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`)
+	e, _ := besideDefault(t)
 	rows := e.rows(`SELECT t::text FROM t ORDER BY 1`)
 	failing := flow(t, map[string]string{"p.yaml": withExpect(partSpec, "      negative:\n        check: v < 0\n")}, "t")
 	res := e.runner(now0.Add(24*time.Hour)).Refresh(context.Background(), reqWindow(failing))
@@ -649,14 +677,7 @@ func TestSwappedRowsCountedBesideTheLoads(t *testing.T) {
 	e.exec(`INSERT INTO ev SELECT d::date, 'x' || i, i FROM generate_series(DATE '2026-03-08', DATE '2026-03-10', interval '1 day') d, generate_series(1, 50000) i`)
 	f := flow(t, map[string]string{"p.yaml": partSpec}, "t")
 	refresh(t, e.runner(now0), reqWindow(f))
-	p, dsn := proxied(t, e.dsn, cutproxy.Options{})
-	defer p.Close()
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	r := run.New(db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second})
+	p, r := e.proxiedRunner(now0)
 	aside := 0
 	for range 3 {
 		e.exec(`UPDATE ev SET v = v + 1`)

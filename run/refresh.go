@@ -250,10 +250,9 @@ func (r *Runner) refresh(ctx context.Context, req Request, res *Result) error {
 // each in a transaction of its own: the target's column changes
 // (evolveAlone), and its partitions beside a DEFAULT one (premakeAlone).
 type committedFirst struct {
-	evolved    bool
-	changes    []compile.ColumnChange
-	premakes   int
-	partitions bool
+	evolved  bool
+	changes  []compile.ColumnChange
+	premakes int // committed
 }
 
 // maxPremakes bounds the refreshes that find partitions to make first: a
@@ -277,11 +276,10 @@ func (r *Runner) commitFirst(ctx context.Context, conn *sql.Conn, f *compile.Flo
 		first.changes = changes
 		return true, r.syncIndexes(ctx, conn, f)
 	case errors.As(err, &parts) && first.premakes < maxPremakes:
-		first.premakes++
 		if err := r.premakeAlone(ctx, conn, f, parts.stmts); err != nil {
 			return false, err
 		}
-		first.partitions = true
+		first.premakes++
 		return true, nil
 	case errors.As(err, &parts):
 		return false, fmt.Errorf("flow %s: the partitions it needs went missing again right after it made them (is something dropping them?); %s: find what drops them, then apply again", f.Name(), unchanged)
@@ -292,10 +290,10 @@ func (r *Runner) commitFirst(ctx context.Context, conn *sql.Conn, f *compile.Flo
 // wrap is a refresh's error, saying what committed before it stays
 // (afterFirst).
 func (c committedFirst) wrap(err error) error {
-	if err == nil || len(c.changes) == 0 && !c.partitions {
+	if err == nil || len(c.changes) == 0 && c.premakes == 0 {
 		return err
 	}
-	return &afterFirst{err: err, changes: c.changes, partitions: c.partitions}
+	return &afterFirst{err: err, changes: c.changes, partitions: c.premakes > 0}
 }
 
 // decideAfterWrite decides again once the target's probe answered (see
