@@ -725,16 +725,28 @@ func (w *walk) points(m int, log []cutproxy.Boundary) []int {
 	for i := 0; i < k; i++ {
 		set[1+i*(m-1)/max(k-1, 1)] = true
 	}
-	prev := ""
+	prev, lastWrite := "", 0
 	for _, b := range log {
 		if strings.EqualFold(strings.TrimSpace(b.SQL), "COMMIT") {
 			set[b.N] = true
 			set[b.N-1] = true
+			// Every boundary from the transaction's last write of a target
+			// to its commit, and eight before: a cut there is the rollback
+			// the walk must see, and a run's statements on other
+			// connections (the probes and a swap's count, five statements
+			// each on a connection of their own, one on the refresh's when
+			// it has none in time) shift its numbering from the uncut
+			// run's.
+			for n := lastWrite - 8; lastWrite > 0 && n < b.N; n++ {
+				set[n] = true
+			}
+			lastWrite = 0
 		}
 		// And either side: a run's statements on other connections (the
 		// probes beside the write) may shift its numbering by one.
 		if w.writesTarget(b.SQL) && b.SQL != prev {
 			set[b.N-1], set[b.N], set[b.N+1] = true, true, true
+			lastWrite = b.N
 		}
 		// Each expectation's check, which runs after the write and
 		// before the commit.
