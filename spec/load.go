@@ -177,7 +177,7 @@ func loadPipeline(p *Project, fsys fs.FS, name, file string) (*Pipeline, diag.Li
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
-	sch, _, err := compiledSchemas()
+	sch, err := pipelineSchema()
 	if err != nil {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
 		return nil, ds
@@ -302,7 +302,7 @@ func loadBackfill(p *Project, fsys fs.FS, name, file string) (*Backfill, diag.Li
 	if doc == nil || ds.HasErrors() {
 		return nil, ds
 	}
-	_, sch, err := compiledSchemas()
+	sch, err := backfillSchema()
 	if err != nil {
 		ds.Errorf("RW100", diag.Pos{File: file}, "", "internal: %v", err)
 		return nil, ds
