@@ -59,6 +59,10 @@ type Options struct {
 	// CutAfter cuts every connection once this many boundaries have been
 	// passed on (0: never).
 	CutAfter int
+	// CutWhen, when set, cuts every connection right after the first
+	// boundary it holds for has been passed on: a cut at a statement
+	// whatever its number, which other connections' statements shift.
+	CutWhen func(Boundary) bool
 	// Before, when set, is called with each boundary before it is passed
 	// on, and no boundary of any connection is passed on until it returns:
 	// the test can read the database as the client has left it so far
@@ -344,7 +348,7 @@ func (p *Proxy) boundary(b Boundary, server io.Writer, msg []byte) bool {
 		return false
 	}
 	p.log = append(p.log, b)
-	if p.opts.CutAfter > 0 && p.n >= p.opts.CutAfter {
+	if p.opts.CutAfter > 0 && p.n >= p.opts.CutAfter || p.opts.CutWhen != nil && p.opts.CutWhen(b) {
 		p.cut = true
 		// Cut is closed first: whoever waits on it learns of the cut before
 		// the client can fail of it. The server has the message; a FIN
