@@ -16,15 +16,15 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// through starts a proxy cutting after cutAfter boundaries and returns it
-// with one connection through it.
-func through(t *testing.T, dsn string, cutAfter int) (*cutproxy.Proxy, *sql.Conn) {
+// through starts a proxy with opts and returns it with one connection
+// through it.
+func through(t *testing.T, dsn string, opts cutproxy.Options) (*cutproxy.Proxy, *sql.Conn) {
 	t.Helper()
 	up, err := cutproxy.Upstream(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cutproxy.Start(up, cutproxy.Options{CutAfter: cutAfter})
+	p, err := cutproxy.Start(up, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCutAfterNthBoundary(t *testing.T) {
 		{4, []string{"(1)", "(2)"}},
 	} {
 		pgtest.Exec(t, db, `TRUNCATE x`)
-		p, c := through(t, dsn, tc.cut)
+		p, c := through(t, dsn, cutproxy.Options{CutAfter: tc.cut})
 		var failed int
 		for i, s := range stmts {
 			_, err := c.ExecContext(ctx, s)
@@ -117,11 +117,37 @@ func TestCutAfterNthBoundary(t *testing.T) {
 	}
 }
 
+// CutWhen cuts right after the boundary it first holds for, whatever its
+// number: inside the transaction, which rolls back.
+func TestCutWhen(t *testing.T) {
+	db, dsn := pgtest.DB(t)
+	pgtest.Exec(t, db, `CREATE TABLE x (v int)`)
+	ctx := context.Background()
+	p, c := through(t, dsn, cutproxy.Options{CutWhen: func(b cutproxy.Boundary) bool { return strings.Contains(b.SQL, "(2)") }})
+	for _, s := range []string{"BEGIN", "INSERT INTO x VALUES (1)", "INSERT INTO x VALUES (2)", "COMMIT"} {
+		c.ExecContext(ctx, s)
+	}
+	select {
+	case <-p.Cut():
+	default:
+		t.Fatal("not cut")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.WaitGone(wctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if p.Count() != 3 || p.Log()[2].SQL != "INSERT INTO x VALUES (2)" {
+		t.Fatalf("counted %d, logged %v", p.Count(), p.Log())
+	}
+	pgtest.SameRows(t, "x after the cut", pgtest.Rows(t, db, `SELECT * FROM x`), []string{})
+}
+
 // A statement with parameters is two round trips, each ending in a Sync;
 // the log names the statement for both.
 func TestExtendedProtocolCounts(t *testing.T) {
 	_, dsn := pgtest.DB(t)
-	p, c := through(t, dsn, 0)
+	p, c := through(t, dsn, cutproxy.Options{})
 	var v int
 	if err := c.QueryRowContext(context.Background(), `SELECT $1::int + 1`, 41).Scan(&v); err != nil || v != 42 {
 		t.Fatalf("SELECT: %d, %v", v, err)
