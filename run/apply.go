@@ -40,6 +40,9 @@ func (r *Runner) ApplyAll(ctx context.Context, p *compile.Project, dep Deploymen
 	if err := r.preflight(ctx, p); err != nil {
 		return nil, r.stateLocked(ctx, "", "nothing was changed", err)
 	}
+	if err := r.dropStaleMaintenance(ctx, p); err != nil {
+		return nil, r.stateLocked(ctx, "dropping the triggers of flows no longer maintained immediately", "nothing was changed", err)
+	}
 	ids, err := r.refuseChangedBackfills(ctx, jobs)
 	if err == nil {
 		err = r.refuseLosses(ctx, p, jobs, ids)

@@ -18,7 +18,7 @@ import (
 const (
 	eventKindPlanningInformation = "planning_information"
 	eventKindRefreshFailed       = "refresh_failed"
-	advisoryNamespace            = "rwc.flow:"
+	advisoryNamespace            = compile.FlowLockNamespace
 )
 
 // DefaultLockTimeout bounds every lock wait when no other bound is given

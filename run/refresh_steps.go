@@ -400,6 +400,17 @@ func (rt *refreshTx) store(ctx context.Context) (churn, error) {
 			f.Predicate.Determinism.String(), res.StartedAt); err != nil {
 			return churn{}, err
 		}
+		if f.Immediate() {
+			if err := installMaintenance(ctx, rt.tx, f, rt.resolved, rt.obs); err != nil {
+				return churn{}, err
+			}
+		}
+	} else if f.Immediate() {
+		// A writer in REPEATABLE READ learns of this refresh from the
+		// row's new version (compile/immediate.go).
+		if _, err := rt.tx.ExecContext(ctx, `UPDATE rwc.flows SET flow = flow WHERE flow = $1`, f.Name()); err != nil {
+			return churn{}, err
+		}
 	}
 	if err := insertEvent(ctx, rt.tx, eventKindPlanningInformation, res, time.Since(res.StartedAt), ""); err != nil {
 		return churn{}, err

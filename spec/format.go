@@ -15,7 +15,7 @@ import (
 // listed (which lint reports) keeps its place after the listed ones.
 var (
 	pipelineKeys = []string{"pipeline", "schema", "tables"}
-	tableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "primary_key", "indexes", "query", "capture", "expect"}
+	tableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "primary_key", "indexes", "query", "capture", "maintain", "expect"}
 	indexKeys    = []string{"columns", "unique", "using", "where"}
 	backfillKeys = []string{"backfill", "where", "reason", "batch", "allow_loss"}
 )

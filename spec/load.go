@@ -258,6 +258,8 @@ func loadTable(k, v *yaml.Node, src []string, file string) (*Table, diag.List) {
 			t.Distribution = loadDistribution(key, val, file)
 		case "capture":
 			t.Capture, t.CapturePos = val.Value, at(val)
+		case "maintain":
+			t.Maintain, t.MaintainPos = val.Value, at(val)
 		case "expect":
 			var ed diag.List
 			t.Expect, ed = loadExpectations(val, src, file)

@@ -55,6 +55,10 @@ type Table struct {
 	// (the default) or CaptureTriggers.
 	Capture    string
 	CapturePos diag.Pos
+	// Maintain is when the target is brought up to date: MaintainApply
+	// (the default: by rwc apply) or MaintainImmediate.
+	Maintain    string
+	MaintainPos diag.Pos
 }
 
 // The capture: values. Fingerprints probe the window of every source at
@@ -64,6 +68,15 @@ type Table struct {
 const (
 	CaptureFingerprints = "fingerprints"
 	CaptureTriggers     = "triggers"
+)
+
+// The maintain: values. apply: the target changes only when rwc apply
+// (or refresh) runs. immediate: rwc's triggers on the sources also bring
+// the window up to date inside each writer's transaction, so that the
+// target never lags its sources between applies.
+const (
+	MaintainApply     = "apply"
+	MaintainImmediate = "immediate"
 )
 
 // Partitioning is partitioning: range partitions of the target on a date
@@ -147,7 +160,7 @@ func (t *Table) QualifiedName() string { return t.Pipeline.Schema + "." + t.Name
 // these (a test keeps them in sync).
 var (
 	PipelineKeys = []string{"pipeline", "schema", "tables"}
-	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "distribution", "capture", "expect"}
+	TableKeys    = []string{"replace_where", "partition_by", "properties", "columns", "query", "indexes", "primary_key", "partitioning", "distribution", "capture", "maintain", "expect"}
 	PropertyKeys = []string{"reset_allowed"}
 	IndexKeys    = []string{"columns", "unique", "using", "where"}
 	// PartitioningKeys are partitioning:'s.

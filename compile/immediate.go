@@ -1,0 +1,241 @@
+package compile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/diag"
+	"github.com/rwc-dev/rwc/spec"
+	"github.com/rwc-dev/rwc/spec/predicate"
+)
+
+// A flow with maintain: immediate has rwc's triggers on each of its source
+// tables keep its window equal to the query inside every writer's
+// transaction, between the applies that move the window. The window kept
+// is the one the last refresh resolved (the triggers' functions hold it as
+// literals, and each refresh that resolves another replaces them), so a
+// writer never changes history outside the window rwc last wrote.
+//
+// Each trigger first takes the flow's lock (FlowLockNamespace), which a
+// refresh holds from before its transaction begins to after it ends, for
+// the rest of the writer's transaction: maintenance runs one writer at a
+// time per flow and never beside a refresh, each statement after the lock
+// sees what the writers before it committed (READ COMMITTED takes a
+// snapshot per statement), and a refresh's snapshot, taken once it has the
+// lock, sees every maintenance before it. It then updates the flow's row
+// in rwc.flows, as every refresh does: a writer in REPEATABLE READ or
+// SERIALIZABLE, whose snapshot can predate a commit of another
+// maintenance or of a refresh, fails with a serialization error instead,
+// which such writers retry. So no two maintenances, nor a maintenance and
+// a refresh, ever compute from snapshots that miss each other's writes.
+
+// FlowLockNamespace prefixes a flow's name to make the key of its advisory
+// lock (hashtextextended(key, 0)).
+const FlowLockNamespace = "rwc.flow:"
+
+// Maintain says how a source's writes are carried to the target.
+type Maintain string
+
+const (
+	// MaintainDelta: the query over the statement's new rows alone is
+	// inserted (Query.Delta).
+	MaintainDelta Maintain = "delta"
+	// MaintainDays: the partitions the statement touched are recomputed.
+	MaintainDays Maintain = "partitions"
+	// MaintainWindow: the window is recomputed.
+	MaintainWindow Maintain = "window"
+)
+
+// Maintenance is one source table's part of an immediate flow's upkeep:
+// its function and triggers.
+type Maintenance struct {
+	Source   string   `json:"source"` // quoted, as the query names it
+	Inserts  Maintain `json:"inserts"`
+	Changes  Maintain `json:"updates_deletes"`
+	Function string   `json:"function"` // quoted rwc.name
+	Body     string   `json:"-"`        // its body, as pg_proc.prosrc holds it
+	SQL      []string `json:"sql"`      // CREATE OR REPLACE FUNCTION, then its triggers
+	// Checks are the statements of Body that the transition tables feed,
+	// for the refresh to have the server plan before it installs them
+	// (rwc_new and rwc_old as temporary tables like the source).
+	Checks []string `json:"-"`
+}
+
+// Setting is a run-time parameter a maintenance function runs with: the
+// refresh's own, so that the query yields in a writer's session what it
+// yields in rwc's.
+type Setting struct{ Name, Value string }
+
+// MaintainedSettings are the parameters whose values a refresh reads from
+// its session for the maintenance functions (search_path gets pg_temp
+// last: a writer's temporary table must not stand in for a source).
+var MaintainedSettings = []string{"search_path", "TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits"}
+
+// Immediate says whether f's target is maintained by triggers.
+func (f *Flow) Immediate() bool { return f.Table.Maintain == spec.MaintainImmediate }
+
+// MaintainPrefix is the start of the names of f's maintenance functions in
+// schema rwc: a flow's name can be longer than an identifier.
+func MaintainPrefix(flow string) string {
+	h := sha256.Sum256([]byte(flow))
+	return MaintainPrefixAll + hex.EncodeToString(h[:6]) + "_"
+}
+
+// MaintainPrefixAll starts the name of every maintenance function.
+const MaintainPrefixAll = "maintain_"
+
+// MaintainFunction is the name of f's maintenance function of its i-th
+// source (Query.Tables), quoted, in schema rwc.
+func MaintainFunction(flow string, i int) string {
+	return "rwc." + pq.QuoteIdentifier(fmt.Sprintf("%s%d", MaintainPrefix(flow), i))
+}
+
+// MaintainTriggers are the names of a maintenance's triggers on a source,
+// by event: a trigger with transition tables fires on one event only.
+var MaintainTriggers = []struct{ Suffix, Event, Referencing string }{
+	{"insert", "INSERT", "REFERENCING NEW TABLE AS rwc_new"},
+	{"update", "UPDATE", "REFERENCING OLD TABLE AS rwc_old NEW TABLE AS rwc_new"},
+	{"delete", "DELETE", "REFERENCING OLD TABLE AS rwc_old"},
+	{"truncate", "TRUNCATE", ""},
+}
+
+// MaintainTrigger is the name of f's trigger for one event on a source.
+func MaintainTrigger(flow, suffix string) string { return "rwc_" + MaintainPrefix(flow) + suffix }
+
+// analyzeMaintain refuses maintain: immediate where its triggers could not
+// keep the target as a refresh would.
+func (f *Flow) analyzeMaintain() diag.List {
+	var ds diag.List
+	if !f.Immediate() {
+		return ds
+	}
+	key, why := "", ""
+	switch {
+	case f.Table.Partitioning != nil:
+		key, why = "partitioning:", "rwc swaps whole partitions in, which a writer's trigger cannot"
+	case f.Table.Distribution != nil:
+		key, why = "distribution:", "a Citus table's writes run on its workers, where rwc's triggers do not"
+	case f.CapturesByTriggers():
+		key, why = "capture: triggers", "its log of the target would take the maintenance's writes for someone else's"
+	}
+	if key != "" {
+		ds.Errorf("RW135", f.Table.MaintainPos, "drop maintain: immediate (the target then follows its sources at each rwc apply), or drop "+key,
+			"maintain: immediate cannot be combined with %s: %s", key, why)
+	}
+	return ds
+}
+
+// Maintenance renders f's functions and triggers for the window p as
+// resolved (s: its statements, Flow.Statements), with the refresh's
+// settings.
+func (f *Flow) Maintenance(p *predicate.Predicate, s Statements, settings []Setting) ([]Maintenance, error) {
+	if f.Query == nil {
+		return nil, fmt.Errorf("flow %s has no query", f.Name())
+	}
+	cols := f.partitionSources()
+	var out []Maintenance
+	for i, t := range f.Query.Tables {
+		m := Maintenance{Source: quoteTable(t), Inserts: MaintainWindow, Changes: MaintainWindow,
+			Function: MaintainFunction(f.Name(), i)}
+		recompute := func(days string) []string { return []string{s.Delete, s.Insert} }
+		col, aligned := cols[tableName(t)]
+		if aligned && f.Incremental() {
+			m.Inserts, m.Changes = MaintainDays, MaintainDays
+			recompute = func(days string) []string { return f.daysSQL(p, s, col, days) }
+		}
+		ins := recompute("SELECT n." + pq.QuoteIdentifier(col) + " FROM rwc_new n")
+		if delta, ok := f.Query.Delta(t, "rwc_new"); ok {
+			m.Inserts = MaintainDelta
+			ins = []string{f.insertSQL(s.Target, p, delta, s.PredicateSQL)}
+		}
+		upd := recompute("SELECT n." + pq.QuoteIdentifier(col) + " FROM rwc_new n UNION SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
+		del := recompute("SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
+		m.Checks = append(append(append([]string{}, ins...), upd...), del...)
+		m.Body = maintainBody(f.Name(), ins, upd, del, []string{s.Delete, s.Insert})
+		tag := dollarTag(m.Body)
+		m.SQL = append([]string{fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER%s AS %s%s%[3]s",
+			m.Function, setClauses(settings), tag, m.Body)}, maintainTriggerSQL(f.Name(), m.Source, m.Function)...)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// dollarTag is a dollar quote that body does not hold: the body embeds
+// the flow's query, which may hold any text.
+func dollarTag(body string) string {
+	for i := 0; ; i++ {
+		tag := fmt.Sprintf("$rwc%d$", i)
+		if !strings.Contains(body, tag) {
+			return tag
+		}
+	}
+}
+
+// daysSQL recomputes the partitions whose values days (a SELECT of the
+// source's column from a transition table) lists, within the window.
+func (f *Flow) daysSQL(p *predicate.Predicate, s Statements, col, days string) []string {
+	where := fmt.Sprintf("(%s) AND %s IN (%s)", s.PredicateSQL, pq.QuoteIdentifier(f.PartitionBy), days)
+	src := f.Query.Body
+	return []string{
+		fmt.Sprintf("DELETE FROM %s WHERE %s", s.Target, where),
+		f.insertSQL(s.Target, p, src, where),
+	}
+}
+
+// maintainBody is a maintenance function's body: the flow's row first
+// (see the comment at the top), then the statements for the event.
+func maintainBody(flow string, ins, upd, del, truncate []string) string {
+	block := func(stmts []string) string {
+		return "\t\t" + strings.Join(stmts, ";\n\t\t") + ";\n"
+	}
+	return "\nBEGIN\n\tPERFORM pg_advisory_xact_lock(hashtextextended(" + pq.QuoteLiteral(FlowLockNamespace+flow) + ", 0));\n" +
+		"\tUPDATE rwc.flows SET flow = flow WHERE flow = " + pq.QuoteLiteral(flow) + ";\n" +
+		"\tIF NOT FOUND THEN\n\t\tRETURN NULL;\n\tEND IF;\n" +
+		"\tIF TG_OP = 'INSERT' THEN\n" + block(ins) +
+		"\tELSIF TG_OP = 'UPDATE' THEN\n" + block(upd) +
+		"\tELSIF TG_OP = 'DELETE' THEN\n" + block(del) +
+		"\tELSE\n" + block(truncate) +
+		"\tEND IF;\n\tRETURN NULL;\nEND\n"
+}
+
+// setClauses pins the settings, and those under which lint read the
+// query, for the function's runs.
+func setClauses(settings []Setting) string {
+	var b strings.Builder
+	for _, s := range append([]Setting{{"standard_conforming_strings", "on"}, {"backslash_quote", "safe_encoding"}}, settings...) {
+		v := pq.QuoteLiteral(s.Value)
+		if s.Name == "search_path" {
+			v = searchPathLast(s.Value)
+		}
+		fmt.Fprintf(&b, " SET %s = %s", s.Name, v)
+	}
+	return b.String()
+}
+
+// searchPathLast is a search_path's value with pg_temp last: unnamed, it
+// would be searched first, and a writer's temporary table could stand in
+// for a source.
+func searchPathLast(path string) string {
+	var keep []string
+	for _, e := range strings.Split(path, ",") {
+		if e = strings.TrimSpace(e); e != "" && e != "pg_temp" {
+			keep = append(keep, e)
+		}
+	}
+	return strings.Join(append(keep, "pg_temp"), ", ")
+}
+
+// maintainTriggerSQL (re)creates a maintenance's triggers on source.
+func maintainTriggerSQL(flow, source, function string) []string {
+	var out []string
+	for _, t := range MaintainTriggers {
+		name := pq.QuoteIdentifier(MaintainTrigger(flow, t.Suffix))
+		out = append(out, "DROP TRIGGER IF EXISTS "+name+" ON "+source,
+			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s()", name, t.Event, source, t.Referencing, function))
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package run_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lib/pq"
+
+	"github.com/rwc-dev/rwc/run"
+)
+
+// immediateSpec joins ev to a dimension, kept by rwc's triggers between
+// refreshes.
+const immediateSpec = `pipeline: p
+tables:
+  t:
+    replace_where: d >= date_add(current_date(), -2)
+    columns:
+      d: date
+      k: text
+      v: integer
+      name: text
+    maintain: immediate
+    query: |
+      SELECT e.d, e.k, e.v, m.name FROM ev e JOIN dim m ON m.k = e.k
+`
+
+// windowDiff is what differs between the target's window and the query's
+// (rows the one has more of than the other), and the target's rows before
+// the window, which no write may touch.
+func (e *env) windowDiff() []string {
+	e.t.Helper()
+	q := `SELECT e.d, e.k, e.v, m.name FROM ev e JOIN dim m ON m.k = e.k WHERE e.d >= '2026-03-08'`
+	return e.rows(`(SELECT d, k, v, name FROM public.t WHERE d >= '2026-03-08' EXCEPT ALL ` + q + `)
+		UNION ALL (` + q + ` EXCEPT ALL SELECT d, k, v, name FROM public.t WHERE d >= '2026-03-08')`)
+}
+
+func newImmediateEnv(t *testing.T) (*env, *flowT) {
+	t.Helper()
+	e := newDailyEnv(t)
+	e.exec(`CREATE TABLE dim (k text, name text); INSERT INTO dim VALUES ('a', 'A'), ('b', 'B'), ('c', 'C')`)
+	f := flow(t, map[string]string{"p.yaml": immediateSpec}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	return e, f
+}
+
+// Every kind of write to either source leaves the window equal to the
+// query inside the writer's transaction, with no refresh, and history
+// before the window as it was; a write rolled back leaves nothing.
+func TestMaintainImmediate(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	if n := e.count(`SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'rwc\_maintain\_%'`); n != 8 {
+		t.Fatalf("%d maintenance triggers, want 4 on each of ev and dim", n)
+	}
+	before := e.rows(`SELECT d, k, v, name FROM public.t WHERE d < '2026-03-08' ORDER BY 1, 2, 3`)
+	for _, dml := range []string{
+		`INSERT INTO ev VALUES ('2026-03-09', 'c', 1), ('2026-03-01', 'a', 7), ('2026-03-11', 'z', 2)`,
+		`INSERT INTO ev SELECT d, 'b', 5 FROM ev WHERE k = 'a'`,
+		`UPDATE ev SET v = v + 1 WHERE d = '2026-03-10'`,
+		`UPDATE ev SET d = '2026-03-02' WHERE d = '2026-03-09' AND k = 'c'`,
+		`DELETE FROM ev WHERE d = '2026-03-08' AND k = 'a'`,
+		`UPDATE dim SET name = 'B2' WHERE k = 'b'`,
+		`INSERT INTO dim VALUES ('z', 'Z')`,
+		`DELETE FROM dim WHERE k = 'c'`,
+		`BEGIN; INSERT INTO ev VALUES ('2026-03-10', 'a', 99); ROLLBACK`,
+		`COPY ev FROM PROGRAM 'echo 2026-03-10,a,3' WITH (FORMAT csv)`,
+		`MERGE INTO ev USING (VALUES (DATE '2026-03-09', 'a')) s(d, k) ON ev.d = s.d AND ev.k = s.k WHEN MATCHED THEN UPDATE SET v = 0`,
+		`TRUNCATE dim; INSERT INTO dim VALUES ('a', 'A3'), ('b', 'B3')`,
+		`TRUNCATE ev`,
+	} {
+		e.exec(dml)
+		if diff := e.windowDiff(); len(diff) > 0 {
+			t.Fatalf("after %s the target's window differs from the query: %v", dml, diff)
+		}
+	}
+	if after := e.rows(`SELECT d, k, v, name FROM public.t WHERE d < '2026-03-08' ORDER BY 1, 2, 3`); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("history before the window changed:\n%v\nwas\n%v", after, before)
+	}
+	// The next refresh finds the target as a recompute leaves it.
+	refresh(t, e.runner(now0), reqWindow(f))
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatalf("after a refresh: %v", diff)
+	}
+}
+
+// An insert into the fact is carried by the query over its new rows
+// alone: the target's other rows keep their row versions.
+func TestMaintainImmediateDelta(t *testing.T) {
+	t.Parallel()
+	e, _ := newImmediateEnv(t)
+	kept := e.rows(`SELECT ctid FROM public.t ORDER BY ctid`)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'a', 1)`)
+	now := e.rows(`SELECT ctid FROM public.t ORDER BY ctid`)
+	if len(now) != len(kept)+1 || fmt.Sprint(now[:len(kept)]) != fmt.Sprint(kept) {
+		t.Errorf("an insert rewrote rows of the target: %d rows before, %d after", len(kept), len(now))
+	}
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatal(diff)
+	}
+}
+
+// Writers on both sources at once, in READ COMMITTED and REPEATABLE READ
+// (retrying the serialization failures maintenance gives the latter), and
+// refreshes among them: the window ends equal to the query.
+func TestMaintainImmediateConcurrent(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	dml := []string{
+		`INSERT INTO ev VALUES ('2026-03-%02d', '%c', %d)`,
+		`UPDATE ev SET v = v + 1 WHERE d = '2026-03-%02d' AND k = '%c' AND %d > 0`,
+		`DELETE FROM ev WHERE d = '2026-03-%02d' AND k = '%c' AND v %% 3 = %d %% 3`,
+		`UPDATE dim SET name = name || '%[1]d' WHERE k = '%[2]c' AND %[3]d > 0`,
+		`INSERT INTO dim VALUES ('%[2]c', 'n%[1]d%[3]d')`,
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			iso := sql.LevelReadCommitted
+			if w%2 == 1 {
+				iso = sql.LevelRepeatableRead
+			}
+			for range 25 {
+				stmts := []string{}
+				for range 1 + rng.Intn(3) {
+					stmts = append(stmts, fmt.Sprintf(dml[rng.Intn(len(dml))], 6+rng.Intn(5), 'a'+rune(rng.Intn(4)), rng.Intn(9)))
+				}
+				if err := writeRetrying(ctx, e.db, iso, stmts); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 5 {
+			if res := e.runner(now0).Refresh(ctx, reqWindow(f)); res.Err != nil {
+				errs <- res.Err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatalf("after concurrent writers the target's window differs from the query: %v", diff)
+	}
+}
+
+// writeRetrying runs stmts in one transaction, again when it fails with a
+// serialization failure or a deadlock, as an application would.
+func writeRetrying(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, stmts []string) error {
+	for {
+		err := writeOnce(ctx, db, iso, stmts)
+		var pe *pq.Error
+		if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+			continue
+		}
+		return err
+	}
+}
+
+func writeOnce(ctx context.Context, db *sql.DB, iso sql.IsolationLevel, stmts []string) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// A flow switched back to maintain: apply (or removed) loses its triggers
+// at the next apply, before anything is refreshed.
+func TestMaintainImmediateDropped(t *testing.T) {
+	t.Parallel()
+	e, _ := newImmediateEnv(t)
+	p := project(t, map[string]string{"p.yaml": strings.Replace(immediateSpec, "    maintain: immediate\n", "", 1)})
+	if _, err := e.runner(now0).Apply(context.Background(), p, run.Deployment{By: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'rwc\_maintain\_%'`); n != 0 {
+		t.Errorf("%d maintenance triggers left", n)
+	}
+	if n := e.count(`SELECT count(*) FROM pg_proc WHERE proname LIKE 'maintain\_%'`); n != 0 {
+		t.Errorf("%d maintenance functions left", n)
+	}
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'a', 1)`)
+	if diff := e.windowDiff(); len(diff) != 1 {
+		t.Errorf("the target followed a write with maintain: apply: %v", diff)
+	}
+}
