@@ -82,6 +82,9 @@ func benchCapture(ctx context.Context, db *sql.DB, dsn, tmp, rwcBin string, size
 		if late.ivm, late.ivmNote, err = ivmInserts(ctx, db, fact, 10); err != nil {
 			return err
 		}
+		if late.immediate, err = immediateInserts(ctx, db, dsn, tmp, rwcBin, fact, 10); err != nil {
+			return err
+		}
 		days = append(days, late)
 	}
 	fmt.Printf("\nnothing changed: the 7-day window's flow capturing by fingerprints against the same flow capturing by triggers, alternating, median of %d rounds, one run\n", rounds)
