@@ -399,10 +399,29 @@ func (c *capture) targetCheck() (compile.TargetCheck, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case targetClean(c.f, c.window, rows, c.stored):
+	case targetClean(c.f, c.window, rows, c.stored), c.f.Immediate() && c.maintainedOnly(rows):
 		return compile.TargetClean, nil
 	}
 	return compile.TargetChanged, nil
+}
+
+// maintainedOnly: the target of a flow with maintain: immediate changed
+// only where the refresh recomputes anyway: in partitions whose source
+// rows changed, or anywhere when the sources force the whole window. Its
+// triggers write those partitions; whatever else wrote them is
+// overwritten alike, so the refresh need not recompute the window for it.
+func (c *capture) maintainedOnly(target []fingerprintRow) bool {
+	dirty, unknown := targetDirt(c.f, c.window, target, c.stored)
+	if unknown || c.forced != "" {
+		return !unknown
+	}
+	changed := c.found(compile.TargetPending).Changed
+	for _, v := range dirty {
+		if !slices.Contains(changed, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // targetBefore is the target's fingerprints before the write, within the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -208,5 +209,24 @@ func TestMaintainImmediateDropped(t *testing.T) {
 	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'a', 1)`)
 	if diff := e.windowDiff(); len(diff) != 1 {
 		t.Errorf("the target followed a write with maintain: apply: %v", diff)
+	}
+}
+
+// A refresh after maintenance recomputes the partitions whose sources
+// changed, whose target rows the triggers wrote, not the whole window as
+// for a target changed outside rwc; a change there still is one.
+func TestMaintainImmediateReconciles(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'a', 1)`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	checkOutcome(t, res, compile.ActionIncremental)
+	if fmt.Sprint(res.Partitions) != "[2026-03-09]" {
+		t.Errorf("partitions %v, want the day inserted into", res.Partitions)
+	}
+	e.exec(`UPDATE public.t SET v = -1 WHERE d = '2026-03-10'`)
+	checkOutcome(t, refresh(t, e.runner(now0), reqWindow(f)), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatal(diff)
 	}
 }
