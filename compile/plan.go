@@ -96,6 +96,10 @@ type FlowPlan struct {
 	Distribution string `json:"distribution,omitempty"`
 	// Indexes: what becomes of the target's indexes (planIndexes).
 	Indexes []IndexChange `json:"indexes,omitempty"`
+	// Maintenance: for maintain: immediate, each source's triggers and
+	// function, which the refresh installs in its transaction when they are
+	// not as rwc would make them.
+	Maintenance []Maintenance `json:"maintenance,omitempty"`
 	// Expectations: the flow's expect:, and what changed in them.
 	Expectations []PlanExpectation `json:"expectations,omitempty"`
 	Notes        []string          `json:"notes,omitempty"`
@@ -515,6 +519,11 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 	}
 	fp.planIndexes(f, old, obs, creating)
 	fp.planCapture(f)
+	if f.Immediate() {
+		if fp.Maintenance, err = f.Maintenance(window, stmts, obs.Settings); err != nil {
+			return fp, err
+		}
+	}
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"
 		if fp.Changes.Has(ChangeColumnAdded) {

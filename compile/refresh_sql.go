@@ -125,6 +125,10 @@ func (f *Flow) Target() string {
 // transaction, a plan with a database in a read-only one, and a plan
 // without one assumes the zero value (and says so).
 type Observation struct {
+	// Settings: for maintain: immediate, the session's values of
+	// MaintainedSettings, which the maintenance functions run with (nil
+	// without a database).
+	Settings []Setting `json:",omitempty"`
 	// Mismatches are the predicate's columns that the query outputs with
 	// another type than the target stores (a timestamp into a date
 	// column): the predicate means something else on the sources, so it is

@@ -23,15 +23,11 @@ import (
 // maintenance functions (a source the query no longer reads) are dropped
 // with their triggers.
 func installMaintenance(ctx context.Context, tx *sql.Tx, f *compile.Flow, window *predicate.Predicate, obs compile.Observation) error {
-	settings, err := maintainedSettings(ctx, tx)
-	if err != nil {
-		return err
-	}
 	stmts, err := f.Statements(window, false, obs)
 	if err != nil {
 		return err
 	}
-	ms, err := f.Maintenance(window, stmts, settings)
+	ms, err := f.Maintenance(window, stmts, obs.Settings)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package run_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
+	"github.com/rwc-dev/rwc/spec/predicate"
 )
 
 // immediateSpec joins ev to a dimension, kept by rwc's triggers between
@@ -228,5 +231,37 @@ func TestMaintainImmediateReconciles(t *testing.T) {
 	checkOutcome(t, refresh(t, e.runner(now0), reqWindow(f)), compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	if diff := e.windowDiff(); len(diff) > 0 {
 		t.Fatal(diff)
+	}
+}
+
+// The functions a plan shows (from the plan's observation, read-only) are
+// those the refresh installed: the same body, made by the same statement.
+func TestMaintainPlanIsApply(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	obs, err := run.Observe(context.Background(), e.db, f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := f.Predicate.Resolve(predicate.Resolution{Now: now0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := f.Statements(resolved, false, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := f.Maintenance(resolved, stmts, obs.Settings)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("%d maintenances, %v", len(ms), err)
+	}
+	for _, m := range ms {
+		h := sha256.Sum256([]byte(m.SQL[0]))
+		if got := e.value(`SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, m.Function+"()"); got != m.Body {
+			t.Errorf("%s: installed body\n%s\nplanned\n%s", m.Function, got, m.Body)
+		}
+		if got := e.value(`SELECT obj_description(to_regprocedure($1), 'pg_proc')`, m.Function+"()"); got != "rwc maintenance "+hex.EncodeToString(h[:]) {
+			t.Errorf("%s was not made by the statement the plan shows: %s", m.Function, got)
+		}
 	}
 }

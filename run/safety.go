@@ -47,6 +47,11 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	if err != nil {
 		return obs, err
 	}
+	if f.Immediate() {
+		if obs.Settings, err = maintainedSettings(ctx, tx); err != nil {
+			return obs, err
+		}
+	}
 	obs.Mismatches = mismatches(f, types)
 	if f.Incremental() && len(obs.Mismatches) == 0 {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {

@@ -82,6 +82,9 @@ func PlanText(w io.Writer, p *compile.Plan, color bool) {
 		if f.Distribution != "" {
 			fmt.Fprintf(w, "      %s\n", f.Distribution)
 		}
+		for _, m := range f.Maintenance {
+			fmt.Fprintf(w, "      %s\n", diag.Visible(maintenanceText(m)))
+		}
 		if note := flowLoss(f); note != "" {
 			fmt.Fprintf(w, "      %s %s\n", paint("33", "loss:"), note)
 		}
@@ -349,6 +352,12 @@ func mdDetails(f compile.FlowPlan) string {
 	if f.Distribution != "" {
 		fmt.Fprintf(&d, "%s\n\n", mdText(f.Distribution))
 	}
+	for _, m := range f.Maintenance {
+		fmt.Fprintf(&d, "- %s\n", mdText(maintenanceText(m)))
+	}
+	if len(f.Maintenance) > 0 {
+		d.WriteString("\n")
+	}
 	for _, c := range f.Indexes {
 		fmt.Fprintf(&d, "- %s\n", mdText(c.String()))
 	}
@@ -475,6 +484,14 @@ func partitioningText(f compile.FlowPlan) string {
 	default:
 		return fmt.Sprintf("%s; swaps in %d partitions, %s to %s", s, n, f.Swapped[0], f.Swapped[n-1])
 	}
+}
+
+// maintenanceText is what maintain: immediate's triggers on one source do.
+func maintenanceText(m compile.Maintenance) string {
+	what := map[compile.Maintain]string{compile.MaintainDelta: "the query over the new rows alone inserted",
+		compile.MaintainDays: "the partitions their rows hold recomputed", compile.MaintainWindow: "the window recomputed"}
+	return fmt.Sprintf("maintain: immediate: a write to %s keeps the target inside the writer's transaction: inserts, %s; updates and deletes, %s; TRUNCATE, the window recomputed (%s)",
+		m.Source, what[m.Inserts], what[m.Changes], m.Function)
 }
 
 // expectationText is one expectation in a plan: its name, what it checks,
