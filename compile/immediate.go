@@ -94,6 +94,18 @@ func MaintainFunction(flow string, i int) string {
 	return "rwc." + pq.QuoteIdentifier(fmt.Sprintf("%s%d", MaintainPrefix(flow), i))
 }
 
+// CaptureSources are f's source tables, quoted, in the query's order (the
+// order of MaintainFunction's numbers).
+func (f *Flow) CaptureSources() []string {
+	var out []string
+	if f.Query != nil {
+		for _, t := range f.Query.Tables {
+			out = append(out, quoteTable(t))
+		}
+	}
+	return out
+}
+
 // MaintainTriggers are the names of a maintenance's triggers on a source,
 // by event: a trigger with transition tables fires on one event only.
 var MaintainTriggers = []struct{ Suffix, Event, Referencing string }{

@@ -239,3 +239,36 @@ func (r *Runner) dropStaleMaintenance(ctx context.Context, p *compile.Project) e
 	}
 	return tx.Commit()
 }
+
+// MaintainedSource is, for a flow with maintain: immediate, one source's
+// triggers as they stand: rwc status shows them.
+type MaintainedSource struct {
+	Source   string `json:"source"`
+	Function string `json:"function"`
+	// Installed: the function is there, made by rwc; Triggers: how many
+	// of its four triggers on the source are there, enabled.
+	Installed bool `json:"installed"`
+	Triggers  int  `json:"triggers"`
+}
+
+// MaintenanceHealth reads, read-only, what f's sources carry of its
+// maintenance. A source whose triggers are missing or disabled does not
+// keep the target until the next refresh installs them again.
+func MaintenanceHealth(ctx context.Context, db *sql.DB, f *compile.Flow) ([]MaintainedSource, error) {
+	var out []MaintainedSource
+	var names []string
+	for _, t := range compile.MaintainTriggers {
+		names = append(names, compile.MaintainTrigger(f.Name(), t.Suffix))
+	}
+	for i, t := range f.CaptureSources() {
+		m := MaintainedSource{Source: t, Function: compile.MaintainFunction(f.Name(), i)}
+		err := db.QueryRowContext(ctx, `SELECT coalesce(obj_description(p.oid, 'pg_proc') LIKE 'rwc maintenance %', false),
+			(SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass($2) AND g.tgfoid = p.oid AND g.tgname = ANY($3) AND g.tgenabled = 'O')
+			FROM (SELECT to_regprocedure($1) AS oid) p`, m.Function+"()", t, pq.Array(names)).Scan(&m.Installed, &m.Triggers)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -265,3 +265,18 @@ func TestMaintainPlanIsApply(t *testing.T) {
 		}
 	}
 }
+
+// rwc status reads each source's maintenance as it stands: a trigger
+// disabled by hand shows.
+func TestMaintenanceHealth(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	e.exec(`ALTER TABLE dim DISABLE TRIGGER ` + pq.QuoteIdentifier(compile.MaintainTrigger("t", "update")))
+	got, err := run.MaintenanceHealth(context.Background(), e.db, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%+v", got) != `[{Source:"ev" Function:rwc."maintain_e3b98a4da31a_0" Installed:true Triggers:4} {Source:"dim" Function:rwc."maintain_e3b98a4da31a_1" Installed:true Triggers:3}]` {
+		t.Errorf("health %+v", got)
+	}
+}

@@ -110,6 +110,8 @@ type Capture struct {
 	// whether it vouches for the table (see CaptureHealth).
 	Mode   string         `json:"mode,omitempty"`
 	Tables []TableCapture `json:"tables,omitempty"`
+	// Maintained: for maintain: immediate, each source's triggers now.
+	Maintained []MaintainedSource `json:"maintained,omitempty"`
 }
 
 // CaptureHealth is, for a flow capturing by triggers, each of its tables'

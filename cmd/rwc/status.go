@@ -49,6 +49,11 @@ status works without it.`,
 							return err
 						}
 						st.Flows[i].Capture.Mode = f.Table.Capture
+						if f.Immediate() {
+							if st.Flows[i].Capture.Maintained, err = run.MaintenanceHealth(cmd.Context(), db, f); err != nil {
+								return err
+							}
+						}
 						if f.CapturesByTriggers() {
 							if st.Flows[i].Capture.Tables, err = run.CaptureHealth(cmd.Context(), db, f); err != nil {
 								return err

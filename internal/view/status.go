@@ -88,7 +88,19 @@ func writeCapture(w io.Writer, flows []run.FlowStatus) {
 		for _, t := range c.Tables {
 			fmt.Fprintf(w, "    trigger on %s: %s\n", t.Relation, vouches(t))
 		}
+		for _, m := range c.Maintained {
+			fmt.Fprintf(w, "    maintain: immediate, on %s: %s\n", m.Source, maintainedText(m))
+		}
 	}
+}
+
+// maintainedText says whether a source's maintenance keeps the target.
+func maintainedText(m run.MaintainedSource) string {
+	if m.Installed && m.Triggers == len(compile.MaintainTriggers) {
+		return "its triggers keep the target inside each writer's transaction (" + m.Function + ")"
+	}
+	return fmt.Sprintf("not kept: %d of %d triggers there and enabled, function %s; the next refresh finds what its writes changed and installs them again",
+		m.Triggers, len(compile.MaintainTriggers), map[bool]string{true: "installed", false: "missing"}[m.Installed])
 }
 
 // vacuumedBy says who vacuums a target, and when.
