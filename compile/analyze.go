@@ -186,7 +186,6 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 	ds = append(ds, f.analyzeIndexes()...)
 	ds = append(ds, f.analyzePartitioning()...)
 	ds = append(ds, f.analyzeDistribution()...)
-	ds = append(ds, f.analyzeMaintain()...)
 	ds = append(ds, f.analyzeExpectations()...)
 	if strings.TrimSpace(t.Query.Value) != "" {
 		a, err := query.Analyze(t.Query.Value)
@@ -210,6 +209,7 @@ func analyzeFlow(t *spec.Table) (*Flow, diag.List) {
 			ds = append(ds, f.captureWarnings()...)
 		}
 	}
+	ds = append(ds, f.analyzeMaintain()...)
 	return f, ds
 }
 

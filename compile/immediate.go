@@ -134,6 +134,14 @@ func (f *Flow) analyzeMaintain() diag.List {
 	case f.CapturesByTriggers():
 		key, why = "capture: triggers", "its log of the target would take the maintenance's writes for someone else's"
 	}
+	if f.Query != nil && key == "" {
+		for _, t := range f.Query.References {
+			if t.Schema == "" && (t.Name == "rwc_new" || t.Name == "rwc_old") {
+				ds.Errorf("RW135", f.Table.Query.AtOffset(t.Offset), "name the table with its schema (e.g. public."+t.Name+"), or drop maintain: immediate",
+					"maintain: immediate: the query reads a table named %s unqualified, which inside rwc's triggers is their transition table", t.Name)
+			}
+		}
+	}
 	if key != "" {
 		ds.Errorf("RW135", f.Table.MaintainPos, "drop maintain: immediate (the target then follows its sources at each rwc apply), or drop "+key,
 			"maintain: immediate cannot be combined with %s: %s", key, why)
