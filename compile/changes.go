@@ -33,6 +33,9 @@ const (
 	ChangeExpectationAdded
 	ChangeExpectationRemoved
 	ChangeExpectationChanged
+	// ChangeMaintain: maintain: switched between apply and immediate; rwc
+	// installs or drops the sources' triggers, and no row changes for it.
+	ChangeMaintain
 )
 
 // changeWords are the plan's words for each kind, its JSON included; a
@@ -40,7 +43,7 @@ const (
 var changeWords = [...]string{"new", "removed", "query_changed", "properties_changed",
 	"predicate_widened", "predicate_narrowed", "predicate_rewritten", "predicate_not_comparable",
 	"column_added", "column_dropped", "column_retyped", "index_added", "index_dropped", "index_changed",
-	"expectation_added", "expectation_removed", "expectation_changed"}
+	"expectation_added", "expectation_removed", "expectation_changed", "maintain_changed"}
 
 // Change is one change to a flow's definition.
 type Change struct {

@@ -523,6 +523,8 @@ func planFlow(in PlanInput, f *Flow, rc predicate.Resolution) (FlowPlan, error) 
 		if fp.Maintenance, err = f.Maintenance(window, stmts, obs.Settings); err != nil {
 			return fp, err
 		}
+	} else if fp.Changes.Has(ChangeMaintain) {
+		fp.Notes = append(fp.Notes, "maintain: immediate removed: rwc apply drops the flow's triggers and functions from its sources before it refreshes anything; the target then follows its sources at each rwc apply")
 	}
 	if fp.Changes.Has(ChangeQuery) || fp.Changes.Has(ChangeColumnAdded) {
 		outside := "rows outside it keep the values the old query gave them"

@@ -47,6 +47,9 @@ func classify(old, f *compile.Flow, rc predicate.Resolution) compile.Definition 
 	}
 	d.Changes = append(d.Changes, f.IndexDefinitionChanges(old)...)
 	d.Changes = append(d.Changes, f.ExpectationChanges(old)...)
+	if old.Immediate() != f.Immediate() {
+		add(compile.ChangeMaintain)
+	}
 	if old.Table.ResetAllowed != f.Table.ResetAllowed || old.PartitionBy != f.PartitionBy {
 		add(compile.ChangeProperties)
 	}
