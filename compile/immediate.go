@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lib/pq"
@@ -168,14 +169,15 @@ func (f *Flow) Maintenance(p *predicate.Predicate, s Statements, settings []Sett
 			recompute = func(days string) []string { return f.daysSQL(p, s, col, days) }
 		}
 		ins := recompute("SELECT n." + pq.QuoteIdentifier(col) + " FROM rwc_new n")
-		if delta, ok := f.Query.Delta(t, "rwc_new"); ok {
+		var delta []string
+		if q, ok := f.Query.Delta(t, "rwc_new"); ok {
 			m.Inserts = MaintainDelta
-			ins = []string{f.insertSQL(s.Target, p, delta, s.PredicateSQL)}
+			delta = []string{f.insertSQL(s.Target, p, q, s.PredicateSQL)}
 		}
 		upd := recompute("SELECT n." + pq.QuoteIdentifier(col) + " FROM rwc_new n UNION SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
 		del := recompute("SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
-		m.Checks = append(append(append([]string{}, ins...), upd...), del...)
-		m.Body = maintainBody(f.Name(), ins, upd, del, []string{s.Delete, s.Insert})
+		m.Checks = slices.Concat(delta, ins, upd, del)
+		m.Body = maintainBody(f.Name(), delta, ins, upd, del, []string{s.Delete, s.Insert})
 		tag := dollarTag(m.Body)
 		m.SQL = append([]string{fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER%s AS %s%s%[3]s",
 			m.Function, setClauses(settings), tag, m.Body)}, maintainTriggerSQL(f.Name(), m.Source, m.Function)...)
@@ -207,19 +209,40 @@ func (f *Flow) daysSQL(p *predicate.Predicate, s Statements, col, days string) [
 }
 
 // maintainBody is a maintenance function's body: the flow's row first
-// (see the comment at the top), then the statements for the event.
-func maintainBody(flow string, ins, upd, del, truncate []string) string {
-	block := func(stmts []string) string {
-		return "\t\t" + strings.Join(stmts, ";\n\t\t") + ";\n"
+// (see the comment at the top), then the statements for the event; for an
+// insert, the delta when the source has one (see maintainedMark), else ins.
+func maintainBody(flow string, delta, ins, upd, del, truncate []string) string {
+	block := func(indent string, stmts []string) string {
+		return indent + strings.Join(stmts, ";\n"+indent) + ";\n"
 	}
-	return "\nBEGIN\n\tPERFORM pg_advisory_xact_lock(hashtextextended(" + pq.QuoteLiteral(FlowLockNamespace+flow) + ", 0));\n" +
+	mark := pq.QuoteLiteral(maintainedMark(flow))
+	insert := block("\t\t", ins)
+	if delta != nil {
+		insert = "\t\tIF current_setting(" + mark + ", true) IS DISTINCT FROM rwc_statement THEN\n" + block("\t\t\t", delta) +
+			"\t\tELSE\n" + block("\t\t\t", ins) + "\t\tEND IF;\n"
+	}
+	return "\nDECLARE\n\trwc_statement constant text := statement_timestamp()::text;\n" +
+		"BEGIN\n\tPERFORM pg_advisory_xact_lock(hashtextextended(" + pq.QuoteLiteral(FlowLockNamespace+flow) + ", 0));\n" +
 		"\tUPDATE rwc.flows SET flow = flow WHERE flow = " + pq.QuoteLiteral(flow) + ";\n" +
 		"\tIF NOT FOUND THEN\n\t\tRETURN NULL;\n\tEND IF;\n" +
-		"\tIF TG_OP = 'INSERT' THEN\n" + block(ins) +
-		"\tELSIF TG_OP = 'UPDATE' THEN\n" + block(upd) +
-		"\tELSIF TG_OP = 'DELETE' THEN\n" + block(del) +
-		"\tELSE\n" + block(truncate) +
-		"\tEND IF;\n\tRETURN NULL;\nEND\n"
+		"\tIF TG_OP = 'INSERT' THEN\n" + insert +
+		"\tELSIF TG_OP = 'UPDATE' THEN\n" + block("\t\t", upd) +
+		"\tELSIF TG_OP = 'DELETE' THEN\n" + block("\t\t", del) +
+		"\tELSE\n" + block("\t\t", truncate) +
+		"\tEND IF;\n\tPERFORM set_config(" + mark + ", rwc_statement, true);\n\tRETURN NULL;\nEND\n"
+}
+
+// maintainedMark names the transaction's setting in which f's maintenance
+// marks the client statement (its statement_timestamp) that last ran it.
+// A delta is right only for a statement whose new rows no maintenance of
+// the flow has read yet: an upsert fires its update's triggers before its
+// insert's, a MERGE its deletes' and updates' before, and a query writing
+// two sources (a data-modifying CTE) runs both statements before either's
+// triggers, so a second maintenance in one statement would add the rows
+// the first one recomputed, or a join of both sources' new rows twice.
+// Such an insert recomputes instead, as a source without a delta does.
+func maintainedMark(flow string) string {
+	return "rwc." + strings.TrimSuffix(MaintainPrefix(flow), "_")
 }
 
 // setClauses pins the settings, and those under which lint read the

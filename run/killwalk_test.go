@@ -356,6 +356,26 @@ tables:
 		},
 	},
 	{
+		// maintain: immediate switched on: the refresh installs the
+		// source's function and triggers in its own transaction, so the
+		// flow is left unmaintained with its target as before, or
+		// maintained with it as after (the snapshot holds the triggers);
+		// the next applies' change of ev goes through them.
+		name:       "incremental refresh switching to maintain: immediate",
+		targets:    []string{"public.t"},
+		seed:       walkSeed,
+		setupSpecs: map[string]string{"p.yaml": copySpec("    partition_by: d\n", "", "SELECT d, k, v FROM ev")},
+		between:    walkChange,
+		specs:      map[string]string{"p.yaml": copySpec("    partition_by: d\n    maintain: immediate\n", "", "SELECT d, k, v FROM ev")},
+		args:       []string{"apply", "--allow-dirty", "DIR"},
+		check: func(t *testing.T, db *sql.DB) {
+			events("t incremental")(t, db)
+			if n := pgtest.Count(t, db, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'ev'::regclass AND tgname LIKE 'rwc\_maintain\_%' AND tgenabled = 'O'`); n != 4 {
+				t.Errorf("the uncut apply left %d of rwc's maintenance triggers on ev, want 4", n)
+			}
+		},
+	},
+	{
 		name:         "column add",
 		targets:      []string{"public.t"},
 		seed:         walkSeed,
@@ -845,6 +865,15 @@ func readSnapshot(conn *sql.Conn, targets []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// maintain: immediate's functions and triggers, which must come and
+	// go with the refresh that installs them.
+	maint, err := textColumn(ctx, tx, `SELECT 'maintenance ' || p.proname || ' ' || md5(p.prosrc) || coalesce(' ' || c.relname || ' ' || t.tgname || ' ' || t.tgenabled::text, '')
+		FROM pg_proc p LEFT JOIN pg_trigger t ON t.tgfoid = p.oid LEFT JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE p.pronamespace = to_regnamespace('rwc') AND p.proname LIKE 'maintain\_%'`)
+	if err != nil {
+		return nil, err
+	}
+	lines = append(lines, maint...)
 	for _, tab := range append(slices.Clone(targets), state...) {
 		cols, err := textColumn(ctx, tx, `SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute
 			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, tab)
@@ -902,14 +931,15 @@ func textColumn(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]strin
 
 // flowParts is each flow's part of a snapshot, as one string: its target's
 // lines and its rows in rwc.flows, rwc.fingerprints and rwc.events (a flow
-// is named as its target table).
+// is named as its target table), and the maintenance functions and
+// triggers (the scenarios that have them have one flow).
 func flowParts(s []string, targets []string) map[string]string {
 	out := map[string]string{}
 	for _, tab := range targets {
 		_, flow, _ := strings.Cut(tab, ".")
 		var b strings.Builder
 		for _, l := range s {
-			if strings.HasPrefix(l, tab+" ") {
+			if strings.HasPrefix(l, tab+" ") || strings.HasPrefix(l, "maintenance ") {
 				b.WriteString(l + "\n")
 			}
 			for _, st := range []string{"rwc.flows", "rwc.fingerprints", "rwc.events"} {

@@ -72,6 +72,17 @@ func TestMaintainImmediate(t *testing.T) {
 		`DELETE FROM ev WHERE d = '2026-03-08' AND k = 'a'`,
 		`UPDATE dim SET name = 'B2' WHERE k = 'b'`,
 		`INSERT INTO dim VALUES ('z', 'Z')`,
+		// One statement that maintains the flow twice: an upsert's update
+		// and insert, a MERGE's, two sources written by one query. The
+		// second must not add what the first already recomputed or
+		// inserted.
+		`INSERT INTO ev VALUES ('2026-03-10', 'y', 1); CREATE UNIQUE INDEX dim_k ON dim (k)`,
+		`INSERT INTO dim VALUES ('b', 'B5'), ('y', 'Y') ON CONFLICT (k) DO UPDATE SET name = excluded.name`,
+		`MERGE INTO ev USING (VALUES (DATE '2026-03-10', 'a', 5), (DATE '2026-03-10', 'z', 6)) s(d, k, v) ON ev.d = s.d AND ev.k = s.k
+			WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.d, s.k, s.v)`,
+		`WITH x AS (INSERT INTO dim VALUES ('w', 'W')) INSERT INTO ev VALUES ('2026-03-10', 'w', 4)`,
+		`INSERT INTO ev VALUES ('2026-03-09', 'w', 8); INSERT INTO dim VALUES ('x', 'X'); INSERT INTO ev VALUES ('2026-03-09', 'x', 9)`,
+		`DROP INDEX dim_k`,
 		`DELETE FROM dim WHERE k = 'c'`,
 		`BEGIN; INSERT INTO ev VALUES ('2026-03-10', 'a', 99); ROLLBACK`,
 		`COPY ev FROM PROGRAM 'echo 2026-03-10,a,3' WITH (FORMAT csv)`,
