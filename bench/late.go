@@ -131,7 +131,7 @@ func printLateDays(sizes []int, days []*lateDay) {
 	fmt.Println("\ngoal: rwc's total ≤ 2× pg_ivm's")
 	fmt.Println("\nthe same workload with maintain: immediate (rwc's triggers keep the target current inside each insert; no apply):")
 	fmt.Println()
-	fmt.Println("| fact rows | inserts into the immediate flow's fact (10) | plain inserts (10, above) | pg_ivm's (10) | immediate ÷ pg_ivm |")
+	fmt.Println("| fact rows | inserts into the immediate flow's fact (10) | the same into the fact capturing by triggers (10, above) | pg_ivm's (10) | immediate ÷ pg_ivm |")
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: |")
 	for k, l := range days {
 		imm := sum(l.immediate)
