@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -159,8 +160,17 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 			c.targetVouched = true
 			return nil
 		}
-		if rows, region, ok := stored.vouchedTarget(f, window); ok {
+		if rows, rewritten, region, ok := stored.vouchedTarget(f, window); ok {
 			c.noteHow(f.Target(), "vouched", nil)
+			if region != nil && !c.recomputesAll(rewritten) {
+				c.noteHow(f.Target(), fmt.Sprintf("vouched, but for the %d partition(s) the last refresh rewrote, probed beside the write", len(rewritten)), nil)
+			}
+			if region != nil && c.recomputesAll(rewritten) {
+				// This refresh rewrites them again, so what they hold
+				// matters to nothing it stores (targetAfter), and the
+				// trigger vouches that they hold the last one's rows.
+				rows, region = append(rows, stored.countedRows(rewritten)...), nil
+			}
 			if region == nil {
 				c.target = readyProbe(rows)
 				return nil
@@ -213,15 +223,12 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 		c.noteHow(p.Table, "vouched", nil)
 		return stored, nil
 	}
-	var narrowed *predicate.Predicate
 	var np compile.Probe
-	var err error
-	if !p.Whole && e.valuesKnown && len(e.values) > 0 {
-		if narrowed, err = c.f.Narrow(c.window, e.values); err == nil {
-			np, err = c.f.ProbeOf(p, narrowed)
-		}
+	narrowed, err := c.logs(p, e)
+	if err == nil {
+		np, err = c.f.ProbeOf(p, narrowed)
 	}
-	if narrowed == nil || err != nil {
+	if err != nil {
 		return runProbe(ctx, tx, p) // a value the window's type cannot read: probe it all
 	}
 	c.noteHow(p.Table, fmt.Sprintf("%d partition(s) logged, recomputed, probed beside the write", len(e.values)), e.values)
@@ -243,6 +250,41 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 	}
 	c.pending = append(c.pending, pendingProbe{a, np})
 	return out, nil
+}
+
+// logs is the window narrowed to the partition values e, a source's
+// trigger, logged, when p's probe can be (see probeOne): they are all that
+// changed, and the refresh recomputes them whatever their probe finds.
+func (c *capture) logs(p compile.Probe, e TableCapture) (*predicate.Predicate, error) {
+	if p.Whole || !e.valuesKnown || len(e.values) == 0 {
+		return nil, errNotLogged
+	}
+	return c.f.Narrow(c.window, e.values)
+}
+
+var errNotLogged = errors.New("no partition values logged")
+
+// recomputesAll reports whether the refresh recomputes every one of values
+// whatever its probes find: each is in the window and logged by the
+// trigger of a source fingerprinted per partition that vouches (logs).
+func (c *capture) recomputesAll(values []string) bool {
+	inWindow := inWindowOf(c.f, c.window)
+	logged := map[string]bool{}
+	for _, p := range c.parted {
+		if e, ok := c.epochs.of(p.Table); ok && e.Trusted && e.Changed {
+			if _, err := c.logs(p, e); err == nil {
+				for _, v := range e.values {
+					logged[v] = true
+				}
+			}
+		}
+	}
+	for _, v := range values {
+		if !logged[v] || !inWindow(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // unprobed reports whether none of probes needs probing before the write:
@@ -428,7 +470,13 @@ func (c *capture) maintainedOnly(target []fingerprintRow) bool {
 // window (see inWindowOnly).
 func (c *capture) targetBefore() ([]fingerprintRow, error) {
 	rows, err := c.target.result()
-	return inWindowOnly(rows), err
+	rows = slices.Clone(inWindowOnly(rows))
+	for i, r := range rows {
+		if r.counted {
+			rows[i] = fingerprintRow{value: r.value, n: changedPartition}
+		}
+	}
+	return rows, err
 }
 
 // FindChanges is, read-only and without locking anything, what a refresh of

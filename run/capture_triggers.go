@@ -394,6 +394,8 @@ func (es epochs) summary(skipped bool, how map[string]string) string {
 			parts = append(parts, e.Relation+" "+e.Why)
 		case how[e.Relation] == "vouched":
 			parts = append(parts, e.Relation+" unchanged, not probed")
+		case strings.HasPrefix(how[e.Relation], "vouched, "):
+			parts = append(parts, e.Relation+" unchanged "+strings.TrimPrefix(how[e.Relation], "vouched, "))
 		case how[e.Relation] != "":
 			parts = append(parts, e.Relation+" changed: "+how[e.Relation])
 		case e.Changed:

@@ -55,6 +55,42 @@ func TestCaptureValuesProbeOnlyLogged(t *testing.T) {
 	}
 }
 
+// A target whose trigger vouches that only rwc wrote it is not probed,
+// but for the partitions the last refresh rewrote (stored as counts of its
+// rows), and not those either when this refresh rewrites them again: what
+// they hold then matters to nothing it stores. Either way, what it stores
+// is what probes of everything find.
+func TestCaptureValuesRewrittenAgain(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, second string
+		target       string // what the capture says of the target
+	}{
+		{"the same day", `INSERT INTO ev VALUES ('2026-03-09', 'd', 2)`, `"public"."t" unchanged, not probed`},
+		{"another day", `INSERT INTO ev VALUES ('2026-03-10', 'd', 2)`,
+			`"public"."t" unchanged but for the 1 partition(s) the last refresh rewrote, probed beside the write`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e, f, first := refreshAfter(t, `INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+			if !slices.Equal(first.Partitions, []string{"2026-03-09"}) {
+				t.Fatalf("first refresh: %s %v", first.Action, first.Partitions)
+			}
+			e.exec(c.second)
+			res := refresh(t, e.runner(now0), reqWindow(f))
+			if res.Action != compile.ActionIncremental || !strings.Contains(res.Capture, c.target) {
+				t.Fatalf("%s %v %v, capture %q; want incremental, saying %q", res.Action, res.Reasons, res.Partitions, res.Capture, c.target)
+			}
+			sameAsQuery(t, e, res)
+			e.exec(`ALTER TABLE ev DISABLE TRIGGER rwc_capture_insert; ALTER TABLE t DISABLE TRIGGER rwc_capture`)
+			again := refresh(t, e.runner(now0), reqWindow(f))
+			if again.Action != compile.ActionIncremental || len(again.Partitions) != 0 {
+				t.Errorf("probed whole: %s %v %v, capture %q; want nothing changed", again.Action, again.Reasons, again.Partitions, again.Capture)
+			}
+		})
+	}
+}
+
 // refreshAfter refreshes the daily flow capturing by triggers once its
 // triggers vouch for every table (vouched), then after dml.
 func refreshAfter(t *testing.T, dml string) (*env, *flowT, run.Result) {

@@ -67,6 +67,9 @@ type fingerprintRow struct {
 	// whether the partition lies in the window now, as PostgreSQL decides.
 	byWriter int64
 	inWindow bool
+	// counted: a target partition's rows counted, not fingerprinted
+	// (countedRows); stored, it says changed (changedPartition).
+	counted bool
 }
 
 // takenKey marks, in rwc.fingerprints, that a refresh stored the flow's
@@ -135,28 +138,39 @@ func (p prints) sourceRows(source string, whole bool) []fingerprintRow {
 // none) that recognises them. ok is false when a probe of the whole window
 // is needed all the same: the last refresh rewrote the whole window, or a
 // partition is stored as changed (changedPartition), or its mark expired.
-func (p prints) vouchedTarget(f *compile.Flow, window *predicate.Predicate) (rows []fingerprintRow, region *predicate.Predicate, ok bool) {
-	var rewritten []string
+func (p prints) vouchedTarget(f *compile.Flow, window *predicate.Predicate) (rows []fingerprintRow, rewritten []string, region *predicate.Predicate, ok bool) {
 	for k, v := range p.parts {
 		switch {
 		case k.source != "" || k.whole:
 		case v[0] == rewrittenCounted && p.rewrite != nil:
 			rewritten = append(rewritten, k.value)
 		case v[0] < 0:
-			return nil, nil, false
+			return nil, nil, nil, false
 		default:
 			rows = append(rows, fingerprintRow{value: k.value, n: v[0], h: v[1], inWindow: true})
 		}
 	}
 	if p.rewrite != nil && len(rewritten) == 0 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	if len(rewritten) == 0 {
-		return rows, nil, true
+		return rows, nil, nil, true
 	}
 	sort.Strings(rewritten)
 	region, err := f.Narrow(window, rewritten)
-	return rows, region, err == nil
+	return rows, rewritten, region, err == nil
+}
+
+// countedRows is what a probe would find of the partitions the last
+// refresh rewrote (values) when no one but rwc wrote them since: its rows,
+// as many as it inserted. Their fingerprints were not taken (counted).
+func (p prints) countedRows(values []string) []fingerprintRow {
+	var out []fingerprintRow
+	for _, v := range values {
+		n, _ := p.rewritten(v)
+		out = append(out, fingerprintRow{value: v, n: n, byWriter: n, inWindow: true, counted: true})
+	}
+	return out
 }
 
 // targetRows is the rows the stored fingerprints count in the target
