@@ -132,8 +132,6 @@ func (f *Flow) analyzeMaintain() diag.List {
 		key, why = "partitioning:", "rwc swaps whole partitions in, which a writer's trigger cannot"
 	case f.Table.Distribution != nil:
 		key, why = "distribution:", "a Citus table's writes run on its workers, where rwc's triggers do not"
-	case f.CapturesByTriggers():
-		key, why = "capture: triggers", "its log of the target would take the maintenance's writes for someone else's"
 	}
 	if f.Query != nil && key == "" {
 		for _, t := range f.Query.References {

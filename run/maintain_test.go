@@ -291,3 +291,30 @@ func TestMaintenanceHealth(t *testing.T) {
 		t.Errorf("health %+v", got)
 	}
 }
+
+// maintain: immediate with capture: triggers: an apply with nothing
+// written since is not probed at all; after a maintained write, the
+// target's log names the maintenance's writes, which the refresh counts as
+// its own partitions' upkeep (the sources' logs name the same days), so it
+// recomputes those days only and leaves the window equal to the query.
+func TestMaintainImmediateCapturedByTriggers(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE TABLE dim (k text, name text); INSERT INTO dim VALUES ('a', 'A'), ('b', 'B'), ('c', 'C')`)
+	spec := strings.Replace(immediateSpec, "    maintain: immediate\n", "    maintain: immediate\n    capture: triggers\n", 1)
+	f := vouched(t, e, spec)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatalf("after the insert: %v", diff)
+	}
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if res.Action != compile.ActionIncremental || fmt.Sprint(res.Partitions) != "[2026-03-09]" {
+		t.Fatalf("after a maintained insert: %s %v %v, capture %q; want incremental on 2026-03-09", res.Action, res.Reasons, res.Partitions, res.Capture)
+	}
+	if diff := e.windowDiff(); len(diff) > 0 {
+		t.Fatalf("after the refresh: %v", diff)
+	}
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") || len(res.Partitions) != 0 {
+		t.Errorf("nothing written since: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
+	}
+}
