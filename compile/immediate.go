@@ -59,7 +59,15 @@ type Maintenance struct {
 	Changes  Maintain `json:"updates_deletes"`
 	Function string   `json:"function"` // quoted rwc.name
 	Body     string   `json:"-"`        // its body, as pg_proc.prosrc holds it
-	SQL      []string `json:"sql"`      // CREATE OR REPLACE FUNCTION, then its triggers
+	// Stamp is the function's COMMENT, which its body checks once it has
+	// the flow's lock: a writer that waited for a refresh replacing the
+	// function would otherwise go on with the body from before it.
+	Stamp string `json:"-"`
+	// SQL makes the function (FunctionSQL) and then its triggers; a
+	// refresh runs the trigger statements only where some are missing,
+	// since they lock the source against its writers.
+	SQL         []string `json:"sql"`
+	FunctionSQL []string `json:"-"`
 	// Checks are the statements of Body that the transition tables feed,
 	// for the refresh to have the server plan before it installs them
 	// (rwc_new and rwc_old as temporary tables like the source).
@@ -108,12 +116,16 @@ func (f *Flow) CaptureSources() []string {
 }
 
 // MaintainTriggers are the names of a maintenance's triggers on a source,
-// by event: a trigger with transition tables fires on one event only.
-var MaintainTriggers = []struct{ Suffix, Event, Referencing string }{
-	{"insert", "INSERT", "REFERENCING NEW TABLE AS rwc_new"},
-	{"update", "UPDATE", "REFERENCING OLD TABLE AS rwc_old NEW TABLE AS rwc_new"},
-	{"delete", "DELETE", "REFERENCING OLD TABLE AS rwc_old"},
-	{"truncate", "TRUNCATE", ""},
+// by event: a trigger with transition tables fires on one event only. The
+// first takes the flow's lock before the statement locks any row: taken
+// after them, a statement holding a row that a writer already maintained
+// wants would wait for that writer, which waits for the row.
+var MaintainTriggers = []struct{ Suffix, When, Event, Referencing string }{
+	{"lock", "BEFORE", "INSERT OR UPDATE OR DELETE OR TRUNCATE", ""},
+	{"insert", "AFTER", "INSERT", "REFERENCING NEW TABLE AS rwc_new"},
+	{"update", "AFTER", "UPDATE", "REFERENCING OLD TABLE AS rwc_old NEW TABLE AS rwc_new"},
+	{"delete", "AFTER", "DELETE", "REFERENCING OLD TABLE AS rwc_old"},
+	{"truncate", "AFTER", "TRUNCATE", ""},
 }
 
 // MaintainTrigger is the name of f's trigger for one event on a source.
@@ -175,10 +187,19 @@ func (f *Flow) Maintenance(p *predicate.Predicate, s Statements, settings []Sett
 		upd := recompute("SELECT n." + pq.QuoteIdentifier(col) + " FROM rwc_new n UNION SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
 		del := recompute("SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
 		m.Checks = slices.Concat(delta, ins, upd, del)
-		m.Body = maintainBody(f.Name(), delta, ins, upd, del, []string{s.Delete, s.Insert})
+		b := maintainBody{flow: f.Name(), source: m.Source, function: m.Function, delta: delta, ins: ins, upd: upd, del: del, truncate: []string{s.Delete, s.Insert}}
+		m.Stamp = b.stamp(setClauses(settings))
+		m.Body = b.render(m.Stamp)
 		tag := dollarTag(m.Body)
-		m.SQL = append([]string{fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER%s AS %s%s%[3]s",
-			m.Function, setClauses(settings), tag, m.Body)}, maintainTriggerSQL(f.Name(), m.Source, m.Function)...)
+		m.FunctionSQL = []string{
+			fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER%s AS %s%s%[3]s",
+				m.Function, setClauses(settings), tag, m.Body),
+			// A trigger of anyone's own calling it would have it write
+			// their rows into the target with rwc's rights.
+			"REVOKE ALL ON FUNCTION " + m.Function + "() FROM PUBLIC",
+			"COMMENT ON FUNCTION " + m.Function + "() IS " + pq.QuoteLiteral(m.Stamp),
+		}
+		m.SQL = append(slices.Clone(m.FunctionSQL), maintainTriggerSQL(f.Name(), m.Source, m.Function)...)
 		out = append(out, m)
 	}
 	return out, nil
@@ -206,27 +227,47 @@ func (f *Flow) daysSQL(p *predicate.Predicate, s Statements, col, days string) [
 	}
 }
 
-// maintainBody is a maintenance function's body: the flow's row first
-// (see the comment at the top), then the statements for the event; for an
-// insert, the delta when the source has one (see maintainedMark), else ins.
-func maintainBody(flow string, delta, ins, upd, del, truncate []string) string {
+// maintainBody is a maintenance function's body: for the lock trigger,
+// the flow's lock; for the others, the lock, the flow's row (see the
+// comment at the top), the check that the function is still the one rwc
+// made last (Maintenance.Stamp), then the statements for the event; for
+// an insert, the delta when the source has one (see maintainedMark),
+// else ins. Columns win over the function's variables (FOUND, TG_OP):
+// the query may name a column so.
+type maintainBody struct {
+	flow, source, function         string
+	delta, ins, upd, del, truncate []string
+}
+
+// stamp is a hash of everything the body holds but the stamp itself.
+func (b maintainBody) stamp(settings string) string {
+	h := sha256.Sum256([]byte(settings + "\x00" + b.render("")))
+	return "rwc maintenance " + hex.EncodeToString(h[:])
+}
+
+func (b maintainBody) render(stamp string) string {
 	block := func(indent string, stmts []string) string {
 		return indent + strings.Join(stmts, ";\n"+indent) + ";\n"
 	}
-	mark := pq.QuoteLiteral(maintainedMark(flow))
-	insert := block("\t\t", ins)
-	if delta != nil {
-		insert = "\t\tIF current_setting(" + mark + ", true) IS DISTINCT FROM rwc_statement THEN\n" + block("\t\t\t", delta) +
-			"\t\tELSE\n" + block("\t\t\t", ins) + "\t\tEND IF;\n"
+	flow, mark := pq.QuoteLiteral(b.flow), pq.QuoteLiteral(maintainedMark(b.flow))
+	lock := "\tPERFORM pg_advisory_xact_lock(hashtextextended(" + pq.QuoteLiteral(FlowLockNamespace+b.flow) + ", 0));\n"
+	insert := block("\t\t", b.ins)
+	if b.delta != nil {
+		insert = "\t\tIF current_setting(" + mark + ", true) IS DISTINCT FROM rwc_statement THEN\n" + block("\t\t\t", b.delta) +
+			"\t\tELSE\n" + block("\t\t\t", b.ins) + "\t\tEND IF;\n"
 	}
-	return "\nDECLARE\n\trwc_statement constant text := statement_timestamp()::text;\n" +
-		"BEGIN\n\tPERFORM pg_advisory_xact_lock(hashtextextended(" + pq.QuoteLiteral(FlowLockNamespace+flow) + ", 0));\n" +
-		"\tUPDATE rwc.flows SET flow = flow WHERE flow = " + pq.QuoteLiteral(flow) + ";\n" +
+	return "\n#variable_conflict use_column\nDECLARE\n\trwc_statement constant text := statement_timestamp()::text;\n" +
+		"BEGIN\n\tIF TG_RELID <> " + pq.QuoteLiteral(b.source) + "::regclass THEN\n" +
+		"\t\tRAISE EXCEPTION 'rwc: % maintains flow %''s target from %, not from %', TG_NAME, " + flow + ", " + pq.QuoteLiteral(b.source) + ", TG_TABLE_NAME;\n\tEND IF;\n" +
+		lock + "\tIF TG_WHEN = 'BEFORE' THEN\n\t\tRETURN NULL;\n\tEND IF;\n" +
+		"\tUPDATE rwc.flows SET flow = flow WHERE flow = " + flow + ";\n" +
 		"\tIF NOT FOUND THEN\n\t\tRETURN NULL;\n\tEND IF;\n" +
+		"\tIF obj_description(" + pq.QuoteLiteral(b.function+"()") + "::regprocedure, 'pg_proc') IS DISTINCT FROM " + pq.QuoteLiteral(stamp) + " THEN\n" +
+		"\t\tRAISE EXCEPTION 'rwc replaced the maintenance of flow % while this statement waited for it: retry the transaction', " + flow + " USING ERRCODE = '40001';\n\tEND IF;\n" +
 		"\tIF TG_OP = 'INSERT' THEN\n" + insert +
-		"\tELSIF TG_OP = 'UPDATE' THEN\n" + block("\t\t", upd) +
-		"\tELSIF TG_OP = 'DELETE' THEN\n" + block("\t\t", del) +
-		"\tELSE\n" + block("\t\t", truncate) +
+		"\tELSIF TG_OP = 'UPDATE' THEN\n" + block("\t\t", b.upd) +
+		"\tELSIF TG_OP = 'DELETE' THEN\n" + block("\t\t", b.del) +
+		"\tELSE\n" + block("\t\t", b.truncate) +
 		"\tEND IF;\n\tPERFORM set_config(" + mark + ", rwc_statement, true);\n\tRETURN NULL;\nEND\n"
 }
 
@@ -276,7 +317,7 @@ func maintainTriggerSQL(flow, source, function string) []string {
 	for _, t := range MaintainTriggers {
 		name := pq.QuoteIdentifier(MaintainTrigger(flow, t.Suffix))
 		out = append(out, "DROP TRIGGER IF EXISTS "+name+" ON "+source,
-			fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s()", name, t.Event, source, t.Referencing, function))
+			fmt.Sprintf("CREATE TRIGGER %s %s %s ON %s %s FOR EACH STATEMENT EXECUTE FUNCTION %s()", name, t.When, t.Event, source, t.Referencing, function))
 	}
 	return out
 }

@@ -2,9 +2,7 @@ package run
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -40,16 +38,24 @@ func installMaintenance(ctx context.Context, tx *sql.Tx, f *compile.Flow, window
 		if err := h.refusal(f, m); err != nil {
 			return err
 		}
-		if h.stamp == maintainStamp(m) && h.body == m.Body && h.triggers == len(compile.MaintainTriggers) {
+		triggers := h.triggers == len(compile.MaintainTriggers)
+		if h.stamp == m.Stamp && h.body == m.Body && h.private && triggers {
 			continue
 		}
 		if err := checkMaintenance(ctx, tx, f, m); err != nil {
 			return err
 		}
-		stmts := append(m.SQL, "COMMENT ON FUNCTION "+m.Function+"() IS "+pq.QuoteLiteral(maintainStamp(m)))
+		// Replacing the function locks nothing the writers hold; making
+		// its triggers again would wait for every writer of the source,
+		// which may be waiting for this refresh's lock of the flow.
+		stmts := m.FunctionSQL
+		if !triggers {
+			stmts = m.SQL
+		}
 		for _, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("flow %s: installing its maintenance on %s: %s", f.Name(), m.Source, serverWords(err))
+				return fmt.Errorf("flow %s: installing its maintenance on %s: %s; nothing was changed (rwc must own the flow's sources to put its triggers on them: docs/least-privilege.md; or drop maintain: immediate)",
+					f.Name(), m.Source, serverWords(err))
 			}
 		}
 	}
@@ -58,14 +64,6 @@ func installMaintenance(ctx context.Context, tx *sql.Tx, f *compile.Flow, window
 		keep = append(keep, m.Function)
 	}
 	return dropMaintenance(ctx, tx, []string{compile.MaintainPrefix(f.Name())}, keep)
-}
-
-// maintainStamp is what rwc comments a maintenance function with: a hash
-// of the statement that made it, so that a function whose settings are
-// not the refresh's is made again (its body is compared as it is).
-func maintainStamp(m compile.Maintenance) string {
-	h := sha256.Sum256([]byte(m.SQL[0]))
-	return "rwc maintenance " + hex.EncodeToString(h[:])
 }
 
 // maintainedSettings reads the refresh session's values of the settings
@@ -90,8 +88,10 @@ type maintained struct {
 	relid                uint32
 	kind                 string
 	partition, duplicate bool
+	children             bool // inheritance children
 	body, stamp          string
-	triggers             int // rwc's, enabled, calling the function
+	private              bool // PUBLIC may not execute the function
+	triggers             int  // rwc's, enabled, calling the function
 }
 
 // readMaintenance reads, for each of ms, its source and what is installed.
@@ -103,8 +103,9 @@ func readMaintenance(ctx context.Context, tx *sql.Tx, f *compile.Flow, ms []comp
 	for _, t := range compile.MaintainTriggers {
 		names = append(names, compile.MaintainTrigger(f.Name(), t.Suffix))
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relispartition, false),
+	rows, err := tx.QueryContext(ctx, `SELECT coalesce(c.oid, 0), coalesce(c.relkind::text, ''), coalesce(c.relispartition, false), EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = c.oid),
 		count(*) OVER (PARTITION BY c.oid) > 1, coalesce(p.prosrc, ''), coalesce(obj_description(p.oid, 'pg_proc'), ''),
+		coalesce(p.proacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0), false),
 		(SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgfoid = p.oid AND t.tgname = ANY($3) AND t.tgenabled = 'O')
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS m(fn, src, n)
 		LEFT JOIN pg_class c ON c.oid = to_regclass(m.src)
@@ -117,7 +118,7 @@ func readMaintenance(ctx context.Context, tx *sql.Tx, f *compile.Flow, ms []comp
 	var out []maintained
 	for rows.Next() {
 		var h maintained
-		if err := rows.Scan(&h.relid, &h.kind, &h.partition, &h.duplicate, &h.body, &h.stamp, &h.triggers); err != nil {
+		if err := rows.Scan(&h.relid, &h.kind, &h.partition, &h.children, &h.duplicate, &h.body, &h.stamp, &h.private, &h.triggers); err != nil {
 			return nil, err
 		}
 		out = append(out, h)
@@ -135,6 +136,8 @@ func (h maintained) refusal(f *compile.Flow, m compile.Maintenance) error {
 		why = "is not a plain table (a view, a partitioned or foreign table, …): writes to it fire no statement trigger rwc can rely on"
 	case h.partition:
 		why = "is a partition: a write through its parent fires none of its statement triggers"
+	case h.children:
+		why = "has inheritance children: the query reads their rows, and a write to a child fires none of the parent's statement triggers"
 	case h.duplicate:
 		why = "is named twice, under two names: name it one way in the query"
 	}

@@ -2,12 +2,11 @@ package run_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,8 +59,8 @@ func newImmediateEnv(t *testing.T) (*env, *flowT) {
 func TestMaintainImmediate(t *testing.T) {
 	t.Parallel()
 	e, f := newImmediateEnv(t)
-	if n := e.count(`SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'rwc\_maintain\_%'`); n != 8 {
-		t.Fatalf("%d maintenance triggers, want 4 on each of ev and dim", n)
+	if n := e.count(`SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'rwc\_maintain\_%'`); n != 10 {
+		t.Fatalf("%d maintenance triggers, want 5 on each of ev and dim", n)
 	}
 	before := e.rows(`SELECT d, k, v, name FROM public.t WHERE d < '2026-03-08' ORDER BY 1, 2, 3`)
 	for _, dml := range []string{
@@ -267,12 +266,16 @@ func TestMaintainPlanIsApply(t *testing.T) {
 		t.Fatalf("%d maintenances, %v", len(ms), err)
 	}
 	for _, m := range ms {
-		h := sha256.Sum256([]byte(m.SQL[0]))
 		if got := e.value(`SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure($1)`, m.Function+"()"); got != m.Body {
 			t.Errorf("%s: installed body\n%s\nplanned\n%s", m.Function, got, m.Body)
 		}
-		if got := e.value(`SELECT obj_description(to_regprocedure($1), 'pg_proc')`, m.Function+"()"); got != "rwc maintenance "+hex.EncodeToString(h[:]) {
-			t.Errorf("%s was not made by the statement the plan shows: %s", m.Function, got)
+		comment := "COMMENT ON FUNCTION " + m.Function + "() IS " + pq.QuoteLiteral(m.Stamp)
+		if got := e.value(`SELECT obj_description(to_regprocedure($1), 'pg_proc')`, m.Function+"()"); got != m.Stamp || !slices.Contains(m.SQL, comment) {
+			t.Errorf("%s was not made by the statements the plan shows: %s", m.Function, got)
+		}
+		// Only rwc's triggers may call it: anyone's would write their rows.
+		if e.value(`SELECT has_function_privilege('public', to_regprocedure($1), 'EXECUTE')`, m.Function+"()") != "false" {
+			t.Errorf("%s: PUBLIC may execute it", m.Function)
 		}
 	}
 }
