@@ -327,14 +327,11 @@ func (r *Runner) DropRemoved(ctx context.Context, rm Removed) (err error) {
 		rels := append([]lockedRel{{role: "target", name: rm.Target, sql: rm.Target}}, stateRels...)
 		err = lockTimeout(ctx, r.db, "", rels, r.opts.LockTimeout, "nothing was dropped", err)
 	}()
-	tx, err := r.db.BeginTx(ctx, nil)
+	tx, err := beginWaiting(ctx, r.db, r.opts.LockTimeout)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
-		return err
-	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, advisoryNamespace+rm.Flow); err != nil {
 		return r.flowBusy(ctx, rm.Flow, "nothing was dropped", err)
 	}

@@ -519,14 +519,11 @@ func installCaptureTriggers(ctx context.Context, db *sql.DB, f *compile.Flow, lo
 }
 
 func installTrigger(ctx context.Context, db *sql.DB, table string, attnums []int, lockTimeout time.Duration) error {
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := beginWaiting(ctx, db, lockTimeout)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
-		return err
-	}
 	// Replaced only when they are not rwc's: replacing one alters its
 	// catalog row, which every table's token holds (one more probe each).
 	var ours, oursValues bool

@@ -351,3 +351,17 @@ func lockMode(mode string) string {
 	}
 	return strings.ToUpper(b.String())
 }
+
+// beginWaiting begins a transaction whose waits for table locks end after
+// timeout (lock_timeout), for DDL and repairs outside a refresh.
+func beginWaiting(ctx context.Context, db *sql.DB, timeout time.Duration) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", timeout.Milliseconds())); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}

@@ -229,14 +229,11 @@ func (r *Runner) dropStaleMaintenance(ctx context.Context, p *compile.Project) e
 	if stale, err := staleMaintenance(ctx, r.db, all, keep); err != nil || len(stale) == 0 {
 		return err
 	}
-	tx, err := r.db.BeginTx(ctx, nil)
+	tx, err := beginWaiting(ctx, r.db, r.opts.LockTimeout)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", r.opts.LockTimeout.Milliseconds())); err != nil {
-		return err
-	}
 	if err := dropMaintenance(ctx, tx, all, keep); err != nil {
 		return err
 	}

@@ -81,14 +81,7 @@ func TestMaintainImmediateStaleBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.rows(`SELECT * FROM public.t`)
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.db.ExecContext(ctx, `UPDATE dim SET name = 'stale' WHERE k = 'a'`)
-		done <- err
-	}()
-	for e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := blockedWriter(e, `UPDATE dim SET name = 'stale' WHERE k = 'a'`)
 	fn := compile.MaintainFunction("t", 1) // dim's
 	if _, err := holder.ExecContext(ctx, `COMMENT ON FUNCTION `+fn+`() IS 'rwc maintenance of a later refresh'`); err != nil {
 		t.Fatal(err)
@@ -179,14 +172,7 @@ func TestMaintainImmediateNoRowDeadlock(t *testing.T) {
 	if _, err := long.ExecContext(ctx, `INSERT INTO ev VALUES ('2026-03-09', 'a', 1)`); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.db.ExecContext(ctx, `UPDATE dim SET name = 'A1' WHERE k = 'a'`)
-		done <- err
-	}()
-	for e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := blockedWriter(e, `UPDATE dim SET name = 'A1' WHERE k = 'a'`)
 	if _, err := long.ExecContext(ctx, `UPDATE dim SET name = 'A2' WHERE k = 'a'`); err != nil {
 		t.Fatalf("the longer transaction: %v", err)
 	}
@@ -215,4 +201,19 @@ func TestMaintainImmediateInheritanceRefused(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'rwc\_maintain\_%'`); n != 0 || e.value(`SELECT to_regclass('public.t') IS NULL`) != "true" {
 		t.Errorf("the refused refresh left %d triggers, or the target", n)
 	}
+}
+
+// blockedWriter runs stmt on a connection of its own and returns once it
+// waits for an advisory lock (the flow's); its outcome comes on the
+// channel.
+func blockedWriter(e *env, stmt string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.db.ExecContext(context.Background(), stmt)
+		done <- err
+	}()
+	for e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return done
 }

@@ -513,14 +513,11 @@ func RepairState(ctx context.Context, db *sql.DB, timeout time.Duration) (rep St
 	defer func() {
 		err = lockTimeout(ctx, db, "rwc state repair", stateRels, timeout, "nothing was changed", err)
 	}()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := beginWaiting(ctx, db, timeout)
 	if err != nil {
 		return rep, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", timeout.Milliseconds())); err != nil {
-		return rep, err
-	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 		return rep, err
 	}
