@@ -40,9 +40,12 @@ type capture struct {
 	mu            sync.Mutex
 	how           map[string]string // table → how its fingerprints were taken, for the summary
 	logged        []string          // partition values the triggers logged, recomputed before their probe answers
-	pending       []pendingProbe    // the probes of those values
-	r             *Runner
-	spare         *spareConns
+	// dirtRecomputed: the target's partitions written since the last
+	// refresh, recomputed with the changed ones (maintainedOnly)
+	dirtRecomputed []string
+	pending        []pendingProbe // the probes of those values
+	r              *Runner
+	spare          *spareConns
 }
 
 // startCapture starts the probes of a refresh of f that fingerprints. A
@@ -390,7 +393,10 @@ func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
 		check = compile.TargetPending
 	}
 	d := c.f.DecideCapture(pre, c.window, c.found(check))
-	if d.Await == compile.AwaitBeforeWrite {
+	// maintain: immediate: the partitions its triggers wrote are among
+	// those recomputed (maintainedOnly), which only the target's probe
+	// can name.
+	if d.Await == compile.AwaitBeforeWrite || check == compile.TargetPending && c.f.Immediate() {
 		return c.decideKnown(pre)
 	}
 	return d, nil
@@ -422,6 +428,7 @@ func (c *capture) found(target compile.TargetCheck) compile.Captured {
 				got.Changed = append(got.Changed, v)
 			}
 		}
+		got.Changed = append(got.Changed, c.dirtRecomputed...)
 		slices.Sort(got.Changed)
 		got.Changed = slices.Compact(got.Changed)
 	}
@@ -448,22 +455,20 @@ func (c *capture) targetCheck() (compile.TargetCheck, error) {
 }
 
 // maintainedOnly: the target of a flow with maintain: immediate changed
-// only where the refresh recomputes anyway: in partitions whose source
-// rows changed, or anywhere when the sources force the whole window. Its
-// triggers write those partitions; whatever else wrote them is
-// overwritten alike, so the refresh need not recompute the window for it.
+// in partitions the refresh can name, which it then recomputes with those
+// whose source rows changed (dirtRecomputed; all of them when the sources
+// force the whole window). Its triggers write the target in every
+// writer's transaction, a write that changed no source row's content (an
+// upsert of the same values) included, so a partition changed by someone
+// else cannot be told from one they kept; recomputed, either is as the
+// query has it. A target whose change cannot be placed (the last refresh
+// counted a whole window's rows) has its window recomputed.
 func (c *capture) maintainedOnly(target []fingerprintRow) bool {
 	dirty, unknown := targetDirt(c.f, c.window, target, c.stored)
-	if unknown || c.forced != "" {
-		return !unknown
+	if !unknown && c.forced == "" {
+		c.dirtRecomputed = dirty
 	}
-	changed := c.found(compile.TargetPending).Changed
-	for _, v := range dirty {
-		if !slices.Contains(changed, v) {
-			return false
-		}
-	}
-	return true
+	return !unknown
 }
 
 // targetBefore is the target's fingerprints before the write, within the

@@ -660,18 +660,11 @@ func (q *eqSeq) refresh() {
 		}
 	case len(maybe) > 0 && slices.Contains(res.Reasons, compile.ReasonExternalChange):
 		checkAction(q, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
-	case q.immediate && slices.Contains(res.Reasons, compile.ReasonExternalChange) && (q.anyFact || q.dimChanged):
-		// A needless recompute, never a missed change: the triggers wrote
-		// the target since, and the refresh counts that as its own
-		// partitions' upkeep only when it can place it among the
-		// partitions whose source rows changed since the last refresh.
-		// It cannot after a whole window's rewrite (counted as a whole:
-		// which partition lost rows is not known, see run's targetDirt),
-		// after an override (the target's fingerprints are then the
-		// override's, the sources' the last refresh's: a write the
-		// override saw and one that undid it since leave the source as
-		// stored and the target not), or when a maintained write undid one
-		// made past the triggers.
+	case q.immediate && slices.Contains(res.Reasons, compile.ReasonExternalChange) && q.rewroteWhole && (q.anyFact || q.dimChanged):
+		// A needless recompute, never a missed change: the last refresh
+		// rewrote the whole window and counted its rows as a whole, and
+		// the triggers deleted some of them since: which partition lost
+		// them is not known (run's targetDirt).
 		checkAction(q, res, compile.ActionRecomputeWindow, compile.ReasonExternalChange)
 	case q.dimChanged && q.shape.dim, q.anyFact && q.shape.self:
 		checkAction(q, res, compile.ActionRecomputeWindow, compile.ReasonCannotPushPredicate)
@@ -679,7 +672,8 @@ func (q *eqSeq) refresh() {
 		checkAction(q, res, compile.ActionIncremental, "")
 		for _, p := range res.Partitions {
 			day := int(mustDate(q, p).Sub(eqDay0).Hours() / 24)
-			if !q.touched[day] || !cur.has(day) {
+			written := q.immediate && (q.dmlDays[day] || q.maybeDirty[day])
+			if !q.touched[day] && !written || !cur.has(day) {
 				q.fatalf("partition %s recomputed: not touched since the last refresh (touched %v) or outside the window %s", p, keys(q.touched), cur)
 			}
 		}
@@ -723,24 +717,13 @@ func (q *eqSeq) refresh() {
 }
 
 // dirtMaintained: with maintain: immediate, target DML on days inside
-// the window (dirty) need not make the refresh recompute the window when
-// it recomputes those days anyway (their source rows changed, or the
-// sources force the whole window): whatever wrote them, the triggers
-// included, is overwritten alike. Then the refresh must not say
-// EXTERNAL_CHANGE, and the cases after it in refresh apply.
+// the window (dirty) need not make the refresh recompute the window: the
+// triggers write the target too, and the refresh recomputes every
+// partition it finds written (which overwrites whoever wrote it). Then
+// the cases after it in refresh apply, the DML's days among those an
+// incremental refresh may recompute.
 func (q *eqSeq) dirtMaintained(res run.Result, dirty []int) bool {
-	if !q.immediate || slices.Contains(res.Reasons, compile.ReasonExternalChange) {
-		return false
-	}
-	if q.dimChanged && q.shape.dim || q.anyFact && q.shape.self {
-		return true
-	}
-	for _, d := range dirty {
-		if !q.touched[d] {
-			return false
-		}
-	}
-	return true
+	return q.immediate && !slices.Contains(res.Reasons, compile.ReasonExternalChange)
 }
 
 // checkMaintained: with maintain: immediate, after each step's writes the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/lib/pq"
@@ -307,9 +308,16 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	if err != nil {
 		return dec, err
 	}
-	if dec.Narrowed != nil && final.Narrowed == nil {
+	// Partitions the target's probe added are written on top, as the
+	// whole window is (none should be: a flow whose probe can add them
+	// decides with its answer, capture.decide).
+	if grew := !subsetOf(final.Partitions, dec.Partitions); dec.Narrowed != nil && (final.Narrowed == nil || grew) {
 		f := c.f
-		fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
+		if final.Narrowed == nil {
+			fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
+		} else {
+			fmt.Fprintf(r.opts.Log, "%s: the target changed in partitions %v as well: recomputing them too\n", f.Name(), final.Partitions)
+		}
 		whole, err := f.Writes(final, resolved, false, obs)
 		if err != nil {
 			return dec, err
@@ -336,6 +344,16 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	}
 	res.Action, res.Reasons, res.Partitions = final.Action, final.Reasons, final.Partitions
 	return final, nil
+}
+
+// subsetOf reports whether every one of a is in b.
+func subsetOf(a, b []string) bool {
+	for _, v := range a {
+		if !slices.Contains(b, v) {
+			return false
+		}
+	}
+	return true
 }
 
 func loadFlowState(ctx context.Context, q queryer, flow string) (compile.FlowState, error) {
