@@ -326,7 +326,7 @@ func (r *Runner) flowBusy(ctx context.Context, flow, after string, err error) er
 	if !isLockTimeout(err) {
 		return err
 	}
-	msg := fmt.Sprintf("flow %s is being refreshed by another rwc, and its lock was not free within %s (--lock-timeout); %s",
+	msg := fmt.Sprintf("flow %s is being refreshed by another rwc (or, with maintain: immediate, its sources are being written in an open transaction), and its lock was not free within %s (--lock-timeout); %s",
 		flow, r.opts.LockTimeout, after)
 	h, ok := advisoryHolder(ctx, r.db, advisoryNamespace+flow)
 	if !ok {

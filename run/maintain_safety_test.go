@@ -217,3 +217,29 @@ func blockedWriter(e *env, stmt string) <-chan error {
 	}
 	return done
 }
+
+// A writer's own settings do not change what the maintenance computes:
+// the function runs with the refresh's (here to_tsvector's text search
+// configuration, which the writer changed).
+func TestMaintainImmediateWriterSettings(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": `pipeline: p
+tables:
+  t:
+    replace_where: d >= date_add(current_date(), -2)
+    columns:
+      d: date
+      k: text
+      ts: text
+    maintain: immediate
+    query: |
+      SELECT d, k, to_tsvector(k || ' running')::text AS ts FROM ev
+`}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`SET default_text_search_config = 'simple'; INSERT INTO ev VALUES ('2026-03-09', 'c', 1); RESET default_text_search_config`)
+	if diff := e.rows(`(SELECT d, k, ts FROM public.t EXCEPT ALL SELECT d, k, to_tsvector(k || ' running')::text FROM ev WHERE d >= '2026-03-08')
+		UNION ALL (SELECT d, k, to_tsvector(k || ' running')::text FROM ev WHERE d >= '2026-03-08' EXCEPT ALL SELECT d, k, ts FROM public.t)`); len(diff) > 0 {
+		t.Errorf("the writer's setting reached the target: %v", diff)
+	}
+}
