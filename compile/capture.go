@@ -111,13 +111,14 @@ func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured
 // CaptureWrites is what an incremental refresh (pre, from DecideRefresh)
 // writes, in order, given all its capture found, the target's answer
 // included (a plan asks for it first): what rwc apply writes, which does
-// not wait for the target's probe when sources changed. It writes the
-// changed partitions first; when the probe then finds the target changed
-// outside rwc, it writes the whole window on top. The decision returned is
-// the last.
+// not wait for the target's probe when sources changed (but for a flow
+// with maintain: immediate, whose probe names partitions to recompute). It
+// writes the changed partitions first; when the probe then finds the
+// target changed outside rwc, it writes the whole window on top. The
+// decision returned is the last.
 func (f *Flow) CaptureWrites(pre Decision, window, resolved *predicate.Predicate, found Captured, obs Observation) (Decision, []Statements, error) {
 	aside := found
-	if found.Target != TargetNotProbed {
+	if found.Target != TargetNotProbed && !f.Immediate() {
 		aside.Target = TargetPending
 	}
 	first := f.DecideCapture(pre, window, aside)

@@ -84,7 +84,7 @@ type Setting struct{ Name, Value string }
 // last: a writer's temporary table must not stand in for a source).
 var MaintainedSettings = []string{"search_path", "TimeZone", "DateStyle", "IntervalStyle", "extra_float_digits",
 	"lc_monetary", "lc_numeric", "lc_time", "default_text_search_config", "bytea_output", "xmloption", "xmlbinary",
-	"quote_all_identifiers", "transform_null_equals"}
+	"quote_all_identifiers", "transform_null_equals", "timezone_abbreviations", "array_nulls"}
 
 // Immediate says whether f's target is maintained by triggers.
 func (f *Flow) Immediate() bool { return f.Table.Maintain == spec.MaintainImmediate }

@@ -165,10 +165,11 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 		}
 		if rows, rewritten, region, ok := stored.vouchedTarget(f, window); ok {
 			c.noteHow(f.Target(), "vouched", nil)
-			if region != nil && !c.recomputesAll(rewritten) {
+			again := region != nil && c.recomputesAll(rewritten)
+			if region != nil && !again {
 				c.noteHow(f.Target(), fmt.Sprintf("vouched, but for the %d partition(s) the last refresh rewrote, probed beside the write", len(rewritten)), nil)
 			}
-			if region != nil && c.recomputesAll(rewritten) {
+			if again {
 				// This refresh rewrites them again, so what they hold
 				// matters to nothing it stores (targetAfter), and the
 				// trigger vouches that they hold the last one's rows.
@@ -275,9 +276,11 @@ func (c *capture) recomputesAll(values []string) bool {
 	logged := map[string]bool{}
 	for _, p := range c.parted {
 		if e, ok := c.epochs.of(p.Table); ok && e.Trusted && e.Changed {
-			if _, err := c.logs(p, e); err == nil {
-				for _, v := range e.values {
-					logged[v] = true
+			if narrowed, err := c.logs(p, e); err == nil {
+				if _, err := c.f.ProbeOf(p, narrowed); err == nil { // as probeOne, which logs them only then
+					for _, v := range e.values {
+						logged[v] = true
+					}
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -326,5 +327,24 @@ func TestMaintainImmediateCapturedByTriggers(t *testing.T) {
 	}
 	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") || len(res.Partitions) != 0 {
 		t.Errorf("nothing written since: %s %v, capture %q; want nothing changed, unprobed", res.Action, res.Partitions, res.Capture)
+	}
+}
+
+// rwc refresh --explain (and rwc plan) show what apply writes for a flow
+// with maintain: immediate, which decides with its target's probe: after a
+// whole window's rewrite, a maintained update it cannot place in the
+// target is one write of the window, not the changed day and then the
+// window on top.
+func TestMaintainExplainIsApply(t *testing.T) {
+	t.Parallel()
+	e, f := newImmediateEnv(t)
+	e.exec(`UPDATE ev SET v = v + 1 WHERE d = '2026-03-09'`)
+	ex, err := run.Explain(context.Background(), e.db, reqWindow(f), run.Options{Now: func() time.Time { return now0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if len(ex.Writes) != 1 || ex.Decision.Action != res.Action || fmt.Sprint(ex.Decision.Reasons) != fmt.Sprint(res.Reasons) {
+		t.Errorf("explain: %s %v, %d writes; apply: %s %v, one write", ex.Decision.Action, ex.Decision.Reasons, len(ex.Writes), res.Action, res.Reasons)
 	}
 }

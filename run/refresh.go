@@ -308,16 +308,14 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	if err != nil {
 		return dec, err
 	}
-	// Partitions the target's probe added are written on top, as the
-	// whole window is (none should be: a flow whose probe can add them
-	// decides with its answer, capture.decide).
-	if grew := !subsetOf(final.Partitions, dec.Partitions); dec.Narrowed != nil && (final.Narrowed == nil || grew) {
+	if !subsetOf(final.Partitions, dec.Partitions) {
+		// A flow whose probe can add partitions decides with its answer
+		// (capture.decide): reporting ones never written would be a lie.
+		return dec, fmt.Errorf("flow %s: the target's probe named partitions %v after the write of %v; nothing was changed (a bug in rwc: tell us)", c.f.Name(), final.Partitions, dec.Partitions)
+	}
+	if dec.Narrowed != nil && final.Narrowed == nil {
 		f := c.f
-		if final.Narrowed == nil {
-			fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
-		} else {
-			fmt.Fprintf(r.opts.Log, "%s: the target changed in partitions %v as well: recomputing them too\n", f.Name(), final.Partitions)
-		}
+		fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
 		whole, err := f.Writes(final, resolved, false, obs)
 		if err != nil {
 			return dec, err
@@ -328,7 +326,7 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 				return dec, err
 			}
 		}
-		w, err := r.write(ctx, tx, f, obs, whole, 0, nil)
+		w, err := r.write(ctx, tx, f, obs, whole, 0, nil, res.madePartitions)
 		if err != nil {
 			return dec, err
 		}
@@ -389,8 +387,9 @@ type queryer interface {
 // value, as the target's probe prints them. A partitioned target's missing
 // partitions are created first, and its swaps staged after (stage): the
 // rows they will remove count as deleted, swapped the rows to leave no
-// dead rows behind.
-func (r *Runner) write(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs compile.Observation, stmts compile.Statements, deleted int64, counts map[string]int64) (written, error) {
+// dead rows behind. madeBefore: this transaction made partitions already
+// (an earlier write of the refresh), which no other session sees.
+func (r *Runner) write(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs compile.Observation, stmts compile.Statements, deleted int64, counts map[string]int64, madeBefore bool) (written, error) {
 	made, err := premake(ctx, tx, f, stmts)
 	if err != nil {
 		return written{}, err
@@ -413,7 +412,7 @@ func (r *Runner) write(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs com
 	// The partitions it swaps out are the committed ones (none made just
 	// now) and not Citus's, which no exported snapshot covers: they are
 	// counted beside the loads.
-	beside := !made && !f.TargetDistributed(obs)
+	beside := !made && !madeBefore && !f.TargetDistributed(obs)
 	old, staged, err := r.stage(ctx, tx, f, stmts, counts, beside)
 	return written{deleted: deleted + old, inserted: inserted + staged, swapped: old, staged: staged, made: made}, err
 }

@@ -284,7 +284,7 @@ func (rt *refreshTx) write(ctx context.Context) error {
 	// The write locks the target: the target's probe must hold its own lock
 	// on it first (see aside).
 	rt.c.target.waitLocks()
-	w, err := rt.r.write(ctx, rt.tx, f, rt.obs, rt.stmts, res.RowsDeleted, rt.counts)
+	w, err := rt.r.write(ctx, rt.tx, f, rt.obs, rt.stmts, res.RowsDeleted, rt.counts, false)
 	if err != nil {
 		return err
 	}
