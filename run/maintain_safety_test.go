@@ -243,3 +243,18 @@ tables:
 		t.Errorf("the writer's setting reached the target: %v", diff)
 	}
 }
+
+// A query naming its columns with the table's schema (public.ev.d) is
+// maintained by recomputing the days an insert touched: its delta would
+// name a transition table, which has no schema.
+func TestMaintainImmediateSchemaQualifiedColumns(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": strings.Replace(strings.Replace(dailySpec, "SELECT d, k, v FROM ev", "SELECT public.ev.d, public.ev.k, public.ev.v FROM public.ev", 1),
+		"    query: |", "    maintain: immediate\n    query: |", 1)}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	if diff := e.rows(`(SELECT * FROM public.t EXCEPT ALL SELECT * FROM ev WHERE d >= '2026-03-08') UNION ALL (SELECT * FROM ev WHERE d >= '2026-03-08' EXCEPT ALL SELECT * FROM public.t)`); len(diff) > 0 {
+		t.Errorf("the window differs from the query: %v", diff)
+	}
+}

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 )
 
@@ -36,8 +38,13 @@ func (a *Analysis) Delta(at TableRef, rel string) (string, bool) {
 	if rv == nil {
 		return "", false
 	}
-	// The columns go on being named by the table's name or alias.
+	// The columns go on being named by the table's name or alias, but for
+	// one named with its schema (public.fact.date), which the transition
+	// table has not.
 	if rv.Alias == nil {
+		if schemaQualifiedColumn(tree) {
+			return "", false
+		}
 		rv.Alias = &pg.Alias{Aliasname: rv.Relname}
 	}
 	rv.Catalogname, rv.Schemaname, rv.Relname, rv.Inh = "", "", rel, true
@@ -99,4 +106,17 @@ func linearRef(n *pg.Node, offset, depth int) *pg.RangeVar {
 		return linearRef(j.GetRarg(), offset, depth+1)
 	}
 	return nil
+}
+
+// schemaQualifiedColumn reports whether a column reference of the tree
+// names a schema (three or more parts: schema.table.column).
+func schemaQualifiedColumn(tree *pg.ParseResult) bool {
+	found := false
+	walk(tree.ProtoReflect(), 0, func(m protoreflect.Message) bool {
+		if cr, ok := m.Interface().(*pg.ColumnRef); ok && len(cr.GetFields()) >= 3 {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -11,6 +11,9 @@ func TestDelta(t *testing.T) {
 			"SELECT f.date, d.name FROM rwc_new f JOIN dim d ON f.k = d.k"},
 		{"SELECT fact.date FROM public.fact WHERE fact.n > 0", "fact",
 			"SELECT fact.date FROM rwc_new fact WHERE fact.n > 0"},
+		// A column named with the table's schema: the transition table
+		// has none.
+		{"SELECT public.fact.date FROM public.fact", "fact", ""},
 		{"SELECT f.date, d.name FROM fact f LEFT JOIN dim d ON f.k = d.k", "fact",
 			"SELECT f.date, d.name FROM rwc_new f LEFT JOIN dim d ON f.k = d.k"},
 		{"SELECT f.date, d.name FROM dim d RIGHT JOIN fact f ON f.k = d.k", "fact",
