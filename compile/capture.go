@@ -97,10 +97,14 @@ func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured
 		// the window cannot be mapped onto that source.
 		return whole(ReasonCannotPushPredicate)
 	}
-	switch c.Target {
-	case TargetPending:
+	switch {
+	case c.Target == TargetPending && f.Immediate():
+		// Its triggers wrote the target: the partitions they wrote are
+		// recomputed too, and only the target's probe names them.
+		d.Await = AwaitBeforeWrite
+	case c.Target == TargetPending:
 		d.Partitions, d.Narrowed, d.Await = c.Changed, narrowed, AwaitAfterWrite
-	case TargetChanged:
+	case c.Target == TargetChanged:
 		d.Action, d.Reasons = ActionRecomputeWindow, []Reason{ReasonExternalChange}
 	default:
 		d.Partitions, d.Narrowed = c.Changed, narrowed
@@ -111,14 +115,13 @@ func (f *Flow) DecideCapture(d Decision, window *predicate.Predicate, c Captured
 // CaptureWrites is what an incremental refresh (pre, from DecideRefresh)
 // writes, in order, given all its capture found, the target's answer
 // included (a plan asks for it first): what rwc apply writes, which does
-// not wait for the target's probe when sources changed (but for a flow
-// with maintain: immediate, whose probe names partitions to recompute). It
-// writes the changed partitions first; when the probe then finds the
-// target changed outside rwc, it writes the whole window on top. The
-// decision returned is the last.
+// not wait for the target's probe when sources changed (DecideCapture says
+// when it does). It writes the changed partitions first; when the probe
+// then finds the target changed outside rwc, it writes the whole window on
+// top. The decision returned is the last.
 func (f *Flow) CaptureWrites(pre Decision, window, resolved *predicate.Predicate, found Captured, obs Observation) (Decision, []Statements, error) {
 	aside := found
-	if found.Target != TargetNotProbed && !f.Immediate() {
+	if found.Target != TargetNotProbed {
 		aside.Target = TargetPending
 	}
 	first := f.DecideCapture(pre, window, aside)

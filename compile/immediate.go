@@ -190,12 +190,13 @@ func (f *Flow) Maintenance(p *predicate.Predicate, s Statements, settings []Sett
 		del := recompute("SELECT o." + pq.QuoteIdentifier(col) + " FROM rwc_old o")
 		m.Checks = slices.Concat(delta, ins, upd, del)
 		b := maintainBody{flow: f.Name(), source: m.Source, function: m.Function, delta: delta, ins: ins, upd: upd, del: del, truncate: []string{s.Delete, s.Insert}}
-		m.Stamp = b.stamp(setClauses(settings))
+		set := setClauses(settings)
+		m.Stamp = b.stamp(set)
 		m.Body = b.render(m.Stamp)
 		tag := dollarTag(m.Body)
 		m.FunctionSQL = []string{
 			fmt.Sprintf("CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER%s AS %s%s%[3]s",
-				m.Function, setClauses(settings), tag, m.Body),
+				m.Function, set, tag, m.Body),
 			// A trigger of anyone's own calling it would have it write
 			// their rows into the target with rwc's rights.
 			"REVOKE ALL ON FUNCTION " + m.Function + "() FROM PUBLIC",

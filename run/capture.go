@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,7 +40,7 @@ type capture struct {
 	how           map[string]string // table → how its fingerprints were taken, for the summary
 	logged        []string          // partition values the triggers logged, recomputed before their probe answers
 	// dirtRecomputed: the target's partitions written since the last
-	// refresh, recomputed with the changed ones (maintainedOnly)
+	// refresh, recomputed with the changed ones (recomputeWritten)
 	dirtRecomputed []string
 	pending        []pendingProbe // the probes of those values
 	r              *Runner
@@ -164,21 +163,18 @@ func (c *capture) startTarget(ctx context.Context, tx *sql.Tx, st compile.FlowSt
 			return nil
 		}
 		if rows, rewritten, region, ok := stored.vouchedTarget(f, window); ok {
-			c.noteHow(f.Target(), "vouched", nil)
-			again := region != nil && c.recomputesAll(rewritten)
-			if region != nil && !again {
-				c.noteHow(f.Target(), fmt.Sprintf("vouched, but for the %d partition(s) the last refresh rewrote, probed beside the write", len(rewritten)), nil)
-			}
-			if again {
+			if region != nil && c.recomputesAll(rewritten) {
 				// This refresh rewrites them again, so what they hold
 				// matters to nothing it stores (targetAfter), and the
 				// trigger vouches that they hold the last one's rows.
 				rows, region = append(rows, stored.countedRows(rewritten)...), nil
 			}
 			if region == nil {
+				c.noteHow(f.Target(), "vouched", nil)
 				c.target = readyProbe(rows)
 				return nil
 			}
+			c.noteHow(f.Target(), fmt.Sprintf("vouched, but for the %d partition(s) the last refresh rewrote, probed beside the write", len(rewritten)), nil)
 			locks = f.ProbeLocks(c.obs, region)
 			probe = func(ctx context.Context, tx *sql.Tx) ([]fingerprintRow, error) {
 				tp, err := f.TargetProbe([]*predicate.Predicate{region}, uint32(stored.rewrite.writer), c.obs)
@@ -227,12 +223,8 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 		c.noteHow(p.Table, "vouched", nil)
 		return stored, nil
 	}
-	var np compile.Probe
-	narrowed, err := c.logs(p, e)
-	if err == nil {
-		np, err = c.f.ProbeOf(p, narrowed)
-	}
-	if err != nil {
+	np, narrowed, ok := c.loggedProbe(p, e)
+	if !ok {
 		return runProbe(ctx, tx, p) // a value the window's type cannot read: probe it all
 	}
 	c.noteHow(p.Table, fmt.Sprintf("%d partition(s) logged, recomputed, probed beside the write", len(e.values)), e.values)
@@ -256,32 +248,34 @@ func (c *capture) probeOne(ctx context.Context, tx *sql.Tx, p compile.Probe, dir
 	return out, nil
 }
 
-// logs is the window narrowed to the partition values e, a source's
-// trigger, logged, when p's probe can be (see probeOne): they are all that
-// changed, and the refresh recomputes them whatever their probe finds.
-func (c *capture) logs(p compile.Probe, e TableCapture) (*predicate.Predicate, error) {
+// loggedProbe is p's probe narrowed to the partition values e, a source's
+// trigger, logged, and that narrowed window, when p can be probed so (see
+// probeOne): they are all that changed, and the refresh recomputes them
+// whatever their probe finds.
+func (c *capture) loggedProbe(p compile.Probe, e TableCapture) (compile.Probe, *predicate.Predicate, bool) {
 	if p.Whole || !e.valuesKnown || len(e.values) == 0 {
-		return nil, errNotLogged
+		return compile.Probe{}, nil, false
 	}
-	return c.f.Narrow(c.window, e.values)
+	narrowed, err := c.f.Narrow(c.window, e.values)
+	if err != nil {
+		return compile.Probe{}, nil, false
+	}
+	np, err := c.f.ProbeOf(p, narrowed)
+	return np, narrowed, err == nil
 }
-
-var errNotLogged = errors.New("no partition values logged")
 
 // recomputesAll reports whether the refresh recomputes every one of values
 // whatever its probes find: each is in the window and logged by the
-// trigger of a source fingerprinted per partition that vouches (logs).
+// trigger of a source fingerprinted per partition that vouches, as
+// probeOne then finds them (loggedProbe).
 func (c *capture) recomputesAll(values []string) bool {
 	inWindow := inWindowOf(c.f, c.window)
 	logged := map[string]bool{}
 	for _, p := range c.parted {
-		if e, ok := c.epochs.of(p.Table); ok && e.Trusted && e.Changed {
-			if narrowed, err := c.logs(p, e); err == nil {
-				if _, err := c.f.ProbeOf(p, narrowed); err == nil { // as probeOne, which logs them only then
-					for _, v := range e.values {
-						logged[v] = true
-					}
-				}
+		e, ok := c.epochs.of(p.Table)
+		if _, _, logs := c.loggedProbe(p, e); ok && e.Trusted && e.Changed && logs {
+			for _, v := range e.values {
+				logged[v] = true
 			}
 		}
 	}
@@ -396,10 +390,7 @@ func (c *capture) decide(pre compile.Decision) (compile.Decision, error) {
 		check = compile.TargetPending
 	}
 	d := c.f.DecideCapture(pre, c.window, c.found(check))
-	// maintain: immediate: the partitions its triggers wrote are among
-	// those recomputed (maintainedOnly), which only the target's probe
-	// can name.
-	if d.Await == compile.AwaitBeforeWrite || check == compile.TargetPending && c.f.Immediate() {
+	if d.Await == compile.AwaitBeforeWrite {
 		return c.decideKnown(pre)
 	}
 	return d, nil
@@ -451,13 +442,13 @@ func (c *capture) targetCheck() (compile.TargetCheck, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case targetClean(c.f, c.window, rows, c.stored), c.f.Immediate() && c.maintainedOnly(rows):
+	case targetClean(c.f, c.window, rows, c.stored), c.f.Immediate() && c.recomputeWritten(rows):
 		return compile.TargetClean, nil
 	}
 	return compile.TargetChanged, nil
 }
 
-// maintainedOnly: the target of a flow with maintain: immediate changed
+// recomputeWritten: the target of a flow with maintain: immediate changed
 // in partitions the refresh can name, which it then recomputes with those
 // whose source rows changed (dirtRecomputed; all of them when the sources
 // force the whole window). Its triggers write the target in every
@@ -466,9 +457,9 @@ func (c *capture) targetCheck() (compile.TargetCheck, error) {
 // else cannot be told from one they kept; recomputed, either is as the
 // query has it. A target whose change cannot be placed (the last refresh
 // counted a whole window's rows) has its window recomputed.
-func (c *capture) maintainedOnly(target []fingerprintRow) bool {
+func (c *capture) recomputeWritten(target []fingerprintRow) bool {
 	dirty, unknown := targetDirt(c.f, c.window, target, c.stored)
-	if !unknown && c.forced == "" {
+	if !unknown {
 		c.dirtRecomputed = dirty
 	}
 	return !unknown

@@ -676,7 +676,7 @@ func (q *eqSeq) refresh() {
 		checkAction(q, res, compile.ActionCreate, compile.ReasonFirstRefresh)
 	case !cur.within(q.stored):
 		checkAction(q, res, compile.ActionRecomputeWindow, compile.ReasonStaleTargetData)
-	case len(dirty) > 0 && !q.dirtMaintained(res, dirty):
+	case len(dirty) > 0 && !q.dirtMaintained(res):
 		checkAction(q, res, compile.ActionRecomputeWindow, "")
 		if !slices.Contains(res.Reasons, compile.ReasonExternalChange) {
 			q.fatalf("target DML on days %v inside the window, yet reasons %v", dirty, res.Reasons)
@@ -750,7 +750,7 @@ func (q *eqSeq) refresh() {
 // partition it finds written (which overwrites whoever wrote it). Then
 // the cases after it in refresh apply, the DML's days among those an
 // incremental refresh may recompute.
-func (q *eqSeq) dirtMaintained(res run.Result, dirty []int) bool {
+func (q *eqSeq) dirtMaintained(res run.Result) bool {
 	return q.immediate && !slices.Contains(res.Reasons, compile.ReasonExternalChange)
 }
 

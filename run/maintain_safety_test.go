@@ -112,7 +112,6 @@ func TestMaintainImmediatePlantedTrigger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	before := e.rows(`SELECT * FROM public.t`)
 	_, err = c.ExecContext(ctx, `SET ROLE intruder; CREATE TEMP TABLE x (d date, k text, v int);
 		CREATE TRIGGER z AFTER INSERT ON x REFERENCING NEW TABLE AS rwc_new FOR EACH STATEMENT EXECUTE FUNCTION `+compile.MaintainFunction("t", 0)+`()`)
 	if err == nil || !strings.Contains(err.Error(), "permission denied") {
@@ -123,9 +122,6 @@ func TestMaintainImmediatePlantedTrigger(t *testing.T) {
 	}
 	if diff := e.windowDiff(); len(diff) > 0 {
 		t.Errorf("the writer's insert was not maintained: %v", diff)
-	}
-	if after := e.rows(`SELECT * FROM public.t WHERE v = 5`); len(after) != 1 || len(before) == 0 {
-		t.Errorf("target rows with v = 5: %v", after)
 	}
 }
 

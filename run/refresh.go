@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/lib/pq"
@@ -308,11 +307,6 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	if err != nil {
 		return dec, err
 	}
-	if !subsetOf(final.Partitions, dec.Partitions) {
-		// A flow whose probe can add partitions decides with its answer
-		// (capture.decide): reporting ones never written would be a lie.
-		return dec, fmt.Errorf("flow %s: the target's probe named partitions %v after the write of %v; nothing was changed (a bug in rwc: tell us)", c.f.Name(), final.Partitions, dec.Partitions)
-	}
 	if dec.Narrowed != nil && final.Narrowed == nil {
 		f := c.f
 		fmt.Fprintf(r.opts.Log, "%s: the target changed outside rwc within the window: recomputing all of it\n", f.Name())
@@ -342,16 +336,6 @@ func (r *Runner) decideAfterWrite(ctx context.Context, tx *sql.Tx, c *capture, p
 	}
 	res.Action, res.Reasons, res.Partitions = final.Action, final.Reasons, final.Partitions
 	return final, nil
-}
-
-// subsetOf reports whether every one of a is in b.
-func subsetOf(a, b []string) bool {
-	for _, v := range a {
-		if !slices.Contains(b, v) {
-			return false
-		}
-	}
-	return true
 }
 
 func loadFlowState(ctx context.Context, q queryer, flow string) (compile.FlowState, error) {
