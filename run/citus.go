@@ -41,6 +41,27 @@ func observeDistribution(ctx context.Context, q queryer, f *compile.Flow, obs *c
 		FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass($1)), '')`, f.Target()).Scan(&obs.TargetDistribution)
 }
 
+// citusSlowStart is how long Citus's executor waits, within one of the
+// refresh's statements, before it opens one more connection to a worker
+// that still has shards to do (Citus's default: 10ms). Every rwc process
+// starts with no connection to the workers, and a new one costs a worker
+// a backend and a cold catalog for each shard it reads, tens of
+// milliseconds, where a window's shard takes about one: at Citus's pace a
+// probe opened several to each worker and waited for them all. A statement
+// whose shards take long still gets its parallel connections, after this
+// (docs/citus.md has the figures).
+const citusSlowStart = "100ms"
+
+// paceCitus sets citusSlowStart for the refresh's transaction when the
+// pace is Citus's default, and leaves one that the role, the database, the
+// server's configuration or the session chose. Citus hides the setting from
+// pg_settings, so its source cannot be read: its value is compared.
+func paceCitus(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT set_config('citus.executor_slow_start_interval', $1, true)
+		WHERE current_setting('citus.executor_slow_start_interval', true) = '10ms'`, citusSlowStart)
+	return err
+}
+
 // distributeError positions Citus's refusal to distribute a new target.
 func distributeError(f *compile.Flow, err error) error {
 	return fmt.Errorf("flow %s: distribution: (%s): Citus did not distribute the target: %s; the refresh was rolled back and nothing was changed", f.Name(), f.Table.Distribution.Pos, serverWords(err))

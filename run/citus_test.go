@@ -384,3 +384,31 @@ func TestCitusOrdersExample(t *testing.T) {
 		t.Error("the target is not distributed")
 	}
 }
+
+// On Citus a refresh paces the connections Citus's executor opens to the
+// workers (citus.executor_slow_start_interval, 100ms in its transaction
+// where the setting is Citus's default), and leaves a pace the database
+// chose. The query reads the setting, so the target holds what the
+// refresh's transaction ran with.
+func TestCitusPacesConnections(t *testing.T) {
+	t.Parallel()
+	e := newCitusEnv(t)
+	e.seedDaily()
+	spec := strings.Replace(strings.Replace(dailySpec, "SELECT d, k, v FROM ev",
+		"SELECT d, k, v, current_setting('citus.executor_slow_start_interval') AS pace FROM ev", 1),
+		"      v: integer\n", "      v: integer\n      pace: text\n", 1)
+	f := flow(t, map[string]string{"p.yaml": spec}, "t")
+	pace := func(want string) {
+		t.Helper()
+		if got := e.value(`SELECT string_agg(DISTINCT pace, ', ') FROM public.t WHERE d >= '2026-03-08'`); got != want {
+			t.Errorf("the refresh's transaction ran with citus.executor_slow_start_interval %s; want %s", got, want)
+		}
+	}
+	refresh(t, e.runner(now0), reqWindow(f))
+	pace("100ms")
+	e.exec(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET citus.executor_slow_start_interval = %L', current_database(), '25ms'); END $$`)
+	e.db.SetMaxIdleConns(0) // new sessions, which read the database's setting
+	e.db.SetMaxIdleConns(2)
+	refresh(t, e.runner(now0), run.Request{Flow: f, Mode: run.Full})
+	pace("25ms")
+}

@@ -28,9 +28,10 @@ func (r *Runner) refreshLocked(ctx context.Context, conn *sql.Conn, req Request,
 	}
 	defer func() { release() }()
 	// A refresh that fingerprints probes the target, and sometimes its
-	// sources, on connections of their own.
+	// sources, on connections of their own; not a target Citus distributes,
+	// whose probes run in the refresh's transaction (capture).
 	var spare *spareConns
-	if rt.f.Incremental() && req.Mode != Override {
+	if rt.f.Incremental() && req.Mode != Override && rt.f.Table.Distribution == nil {
 		spare = r.spares(ctx)
 		defer spare.release()
 	}
