@@ -74,28 +74,37 @@ const CaptureReplicaTriggerType = 1 | 4 | 8 | 16
 // longer than 1 kB (rwc.change_values' key could not hold it, and the
 // writer's statement would fail), a column dropped since in
 // rwc.change_log. Values are read as text with DateStyle ISO, as rwc's
-// probes read them. Only the read of the column, whose name it looks up,
-// is SQL built at each call, and planned each time; the insert is planned
-// once a session: built whole, the one statement cost a 1,000-row insert
-// 1.26–1.30× its time without the trigger, split so 1.19×
-// (docs/benchmarks.md).
+// probes read them. The statement's distinct values are found before they
+// are read as text (a hashed DISTINCT, not array_agg(DISTINCT …)'s sort of
+// every row's text): of a date or an integer column, by the column's own
+// equality, under which two values are equal only if their text is; of any
+// other, as text byte by byte (COLLATE "C": under a nondeterministic
+// collation, values that name different partitions could compare equal,
+// and one go unlogged). Only the read of the column, whose name it looks
+// up, is SQL built at each call, and planned each time; the insert is
+// planned once a session (docs/benchmarks.md has what each costs a
+// writer).
 const CaptureValuesFunctionBody = `
 DECLARE
 	a text;
 	col name;
+	exact boolean;
+	val text;
 	vals text[];
 	rows text;
 BEGIN
 	FOREACH a IN ARRAY TG_ARGV LOOP
-		SELECT attname INTO col FROM pg_attribute WHERE attrelid = TG_RELID AND attnum = a::int2 AND NOT attisdropped;
+		SELECT attname, atttypid IN ('date'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype) INTO col, exact
+			FROM pg_attribute WHERE attrelid = TG_RELID AND attnum = a::int2 AND NOT attisdropped;
 		IF NOT FOUND THEN
 			INSERT INTO rwc.change_log (relid, xid) VALUES (TG_RELID, pg_current_xact_id()) ON CONFLICT DO NOTHING;
 			CONTINUE;
 		END IF;
-		rows := CASE TG_OP WHEN 'INSERT' THEN format('SELECT %I::text FROM rwc_new', col)
-			WHEN 'DELETE' THEN format('SELECT %I::text FROM rwc_old', col)
-			ELSE format('SELECT %I::text FROM rwc_new UNION ALL SELECT %I::text FROM rwc_old', col, col) END;
-		EXECUTE 'SELECT array_agg(DISTINCT CASE WHEN octet_length(v) <= 1024 THEN v END) FROM (' || rows || ') u (v)' INTO vals;
+		val := CASE WHEN exact THEN format('%I', col) ELSE format('%I::text COLLATE "C"', col) END;
+		rows := CASE TG_OP WHEN 'INSERT' THEN format('SELECT DISTINCT %s FROM rwc_new', val)
+			WHEN 'DELETE' THEN format('SELECT DISTINCT %s FROM rwc_old', val)
+			ELSE format('SELECT %s FROM rwc_new UNION SELECT %s FROM rwc_old', val, val) END;
+		EXECUTE 'SELECT array_agg(CASE WHEN octet_length(v::text) <= 1024 THEN v::text END) FROM (' || rows || ') u (v)' INTO vals;
 		INSERT INTO rwc.change_values (relid, xid, attnum, value)
 			SELECT TG_RELID, pg_current_xact_id(), CASE WHEN v IS NULL THEN 0 ELSE a::int2 END, coalesce(v, '')
 			FROM unnest(vals) v ON CONFLICT DO NOTHING;

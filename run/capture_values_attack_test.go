@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,5 +211,26 @@ func TestCaptureValuesAttackChain(t *testing.T) {
 		if again := refresh(t, e.runner(now0), reqWindow(f)); len(again.Partitions) != 0 || !strings.Contains(again.Capture, "disabled") {
 			t.Errorf("%s probed whole: %s %v %v, capture %q; want nothing changed", f.Name(), again.Action, again.Reasons, again.Partitions, again.Capture)
 		}
+	}
+}
+
+// A partition column under a nondeterministic collation, where 'c' = 'C':
+// the value triggers log each partition value a write touched byte by
+// byte, so a statement that writes both has both recomputed.
+func TestCaptureValuesAttackNondeterministicCollation(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		ALTER TABLE ev ALTER COLUMN k TYPE text COLLATE ci`)
+	spec := strings.Replace(triggerSpec, "replace_where: d >= date_add(current_date(), -2)", "replace_where: k >= 'A'", 1)
+	f := vouched(t, e, spec)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1), ('2026-03-09', 'C', 2)`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if !slices.Equal(res.Partitions, []string{"C", "c"}) {
+		t.Errorf("%s %v, capture %q; want partitions C and c recomputed", res.Action, res.Partitions, res.Capture)
+	}
+	if d := e.rows(`(SELECT d, k::text, v FROM public.t EXCEPT ALL SELECT d, k::text COLLATE "C", v FROM ev)
+		UNION ALL (SELECT d, k::text COLLATE "C", v FROM ev EXCEPT ALL SELECT d, k::text, v FROM public.t)`); len(d) > 0 {
+		t.Errorf("target differs after %s %v: %v", res.Action, res.Partitions, d)
 	}
 }
