@@ -92,8 +92,9 @@ var epochSQL = `SELECT r.name, coalesce(c.oid, 0), coalesce(c.relkind::text, '')
 	LEFT JOIN LATERAL (SELECT json_agg(json_build_object('name', t.tgname, 'type', t.tgtype, 'enabled', t.tgenabled,
 			'plain', t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0, 'old', coalesce(t.tgoldtable, ''), 'new', coalesce(t.tgnewtable, ''),
 			'args', array_remove(string_to_array(encode(t.tgargs, 'escape'), '\000'), ''),
-			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
-				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]) THEN p.proname::text ELSE '' END) ORDER BY t.tgname) AS defs
+			'function', CASE WHEN p.pronamespace = 'rwc'::regnamespace AND p.proname IN ('capture', 'capture_values') THEN p.proname::text ELSE '' END,
+			'current', coalesce(p.prosecdef AND (p.proname = 'capture' AND p.prosrc = $4 AND p.proconfig = $6::text[]
+				OR p.proname = 'capture_values' AND p.prosrc = $5 AND p.proconfig = $7::text[]), false)) ORDER BY t.tgname) AS defs
 		FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = c.oid AND t.tgname = ANY(` + captureNames + `)) trg ON true
 	` + partsSQL(`(r.name IS DISTINCT FROM $8 OR $9::text[] IS NULL OR p.relname = ANY($9::text[]))`) + `
 	LEFT JOIN rwc.captures s ON s.flow = $1 AND s.relid = c.oid
@@ -167,7 +168,8 @@ type foundTrigger struct {
 	Old      string   `json:"old"`
 	New      string   `json:"new"`
 	Args     []string `json:"args"`
-	Function string   `json:"function"` // rwc's function it runs, "" when it is not rwc's as rwc made it
+	Function string   `json:"function"` // rwc's function it runs ("": another)
+	Current  bool     `json:"current"`  // that function is as this rwc makes it
 }
 
 // readEpochs reads f's tables' epochs in tx (one round trip), of its
@@ -261,6 +263,17 @@ func (r relation) logged() []int {
 	return out
 }
 
+// outdated is the rwc function that one of r's triggers runs not as this
+// rwc makes it ("": none): after an upgrade of rwc, the earlier version's.
+func (r relation) outdated() string {
+	for _, t := range r.triggers {
+		if t.Function != "" && !t.Current {
+			return t.Function
+		}
+	}
+	return ""
+}
+
 // amiss says which of rwc's triggers r lacks or has not as rwc makes them
 // ("": none), and whether it lacks it.
 func (r relation) amiss() (name string, lacks bool) {
@@ -296,6 +309,9 @@ func blindSpot(r relation) string {
 		return notPlain(r)
 	case r.oddParts > 0:
 		return "is partitioned, and a partition is not a plain, logged table (a foreign table, an unlogged one, or partitioned itself), whose writes a trigger cannot log"
+	}
+	if fn := r.outdated(); fn != "" {
+		return "runs rwc." + fn + "() not as this version of rwc makes it (an earlier version's, or changed since)"
 	}
 	name, lacks := r.amiss()
 	switch {

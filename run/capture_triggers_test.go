@@ -137,7 +137,7 @@ func TestCaptureTriggersBlindSpots(t *testing.T) {
 		{"insert only", ``, `DROP TRIGGER rwc_capture ON ev; CREATE TRIGGER rwc_capture AFTER INSERT ON ev FOR EACH STATEMENT EXECUTE FUNCTION rwc.capture();
 			ALTER TABLE ev ENABLE ALWAYS TRIGGER rwc_capture; DELETE FROM ev WHERE d = '2026-03-09'`, `"ev" its rwc_capture trigger is disabled, or not as rwc made it`},
 		{"function replaced", ``, `CREATE OR REPLACE FUNCTION rwc.capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
-			INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `not as rwc made it`},
+			INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`, `"ev" runs rwc.capture() not as this version of rwc makes it`},
 		{"recreated", ``, `CREATE TABLE ev2 AS SELECT * FROM ev WHERE k = 'b'; DROP TABLE ev; ALTER TABLE ev2 RENAME TO ev`, `"ev" has no rwc_capture trigger`},
 		{"column retyped", ``, `ALTER TABLE ev ALTER COLUMN v TYPE bigint USING v * 2`, `"ev" its trigger, or the table's definition, changed`},
 		{"inheritance child", `CREATE TABLE ev_child () INHERITS (ev)`, `INSERT INTO ev_child VALUES ('2026-03-09', 'c', 1)`, `"ev" has inheritance children`},
@@ -306,7 +306,7 @@ func TestCaptureTriggersFunctionSearchPath(t *testing.T) {
 	e.exec(`ALTER FUNCTION rwc.capture() SET search_path = public, pg_catalog;
 		CREATE FUNCTION public.pg_current_xact_id() RETURNS xid8 LANGUAGE sql AS $$ SELECT '3'::xid8 $$`)
 	// Probed, and rwc.capture() made rwc's again.
-	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, `"ev" its rwc_capture trigger is disabled, or not as rwc made it`) {
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, `"ev" runs rwc.capture() not as this version of rwc makes it`) {
 		t.Errorf("after search_path changed: capture %q", res.Capture)
 	}
 	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)

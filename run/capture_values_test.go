@@ -215,3 +215,30 @@ func TestCaptureValuesLogOfUntrackedTable(t *testing.T) {
 		t.Errorf("%d log rows of a table no flow reads left after a refresh, want none", n)
 	}
 }
+
+// After an upgrade of rwc, the value triggers run the earlier version's
+// function: the refresh says so (not that a trigger was tampered with),
+// probes the table, and rwc puts this version's function in; the next
+// refreshes vouch again.
+func TestCaptureValuesEarlierFunction(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := vouched(t, e, triggerSpec)
+	e.exec(`DO $$ DECLARE def text; BEGIN
+		SELECT pg_get_functiondef('rwc.capture_values()'::regprocedure) INTO def;
+		EXECUTE replace(def, 'RETURN NULL;', 'RETURN NULL; -- an earlier rwc''s');
+	END $$`)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1)`)
+	res := refresh(t, e.runner(now0), reqWindow(f))
+	if want := `"ev" runs rwc.capture_values() not as this version of rwc makes it (an earlier version's, or changed since)`; !strings.Contains(res.Capture, want) {
+		t.Errorf("capture %q, want it to say %q", res.Capture, want)
+	}
+	sameAsQuery(t, e, res)
+	if got := e.value(`SELECT prosrc = $1 FROM pg_proc WHERE oid = 'rwc.capture_values()'::regprocedure`, compile.CaptureValuesFunctionBody); got != "true" {
+		t.Errorf("after the refresh, rwc.capture_values() is not this rwc's")
+	}
+	refresh(t, e.runner(now0), reqWindow(f))
+	if res := refresh(t, e.runner(now0), reqWindow(f)); !strings.Contains(res.Capture, "no probe") {
+		t.Errorf("two refreshes later: capture %q, want the triggers to vouch again", res.Capture)
+	}
+}

@@ -75,7 +75,10 @@ func captureObservation(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compi
 	if err != nil {
 		return obs, err
 	}
-	return obs, observeCitus(ctx, tx, f, &obs)
+	if err := observeCitus(ctx, tx, f, &obs); err != nil || !obs.Citus {
+		return obs, err
+	}
+	return obs, paceCitus(ctx, tx) // its probes are the refresh's
 }
 
 // refuseCitusWorker refuses a database that is a Citus worker's (its
