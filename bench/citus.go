@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rwc-dev/rwc/run"
 	"github.com/rwc-dev/rwc/run/pgcluster"
 )
 
@@ -70,8 +71,8 @@ func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error
 		return err
 	}
 	// The hand-written SQL as a user runs it (Citus's settings) and at
-	// rwc's pace (the executor setting rwc's refreshes run with, run.paceCitus).
-	const paced = "SET LOCAL citus.executor_slow_start_interval = '100ms';"
+	// rwc's pace (the executor setting rwc's refreshes run with).
+	paced := "SET LOCAL citus.executor_slow_start_interval = '" + run.CitusSlowStart + "';"
 	hand := func(pace, where string) func() error {
 		return func() error {
 			return psql(`BEGIN; ` + pace + ` DELETE FROM hand_enriched WHERE ` + where + `;

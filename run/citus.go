@@ -16,32 +16,36 @@ const hasCitus = `to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`
 
 // observeCitus reads whether the database has Citus and, if so, the
 // tables' distribution (observeDistribution).
-func observeCitus(ctx context.Context, q queryer, f *compile.Flow, obs *compile.Observation) error {
-	if err := q.QueryRowContext(ctx, `SELECT `+hasCitus).Scan(&obs.Citus); err != nil || !obs.Citus {
+func observeCitus(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs *compile.Observation) error {
+	if err := tx.QueryRowContext(ctx, `SELECT `+hasCitus).Scan(&obs.Citus); err != nil || !obs.Citus {
 		return err
 	}
-	return observeDistribution(ctx, q, f, obs)
+	return observeDistribution(ctx, tx, f, obs)
 }
 
 // observeDistribution reads which of f's tables (its sources and its
 // target) are Citus tables, distributed or reference, into obs. A snapshot
 // exported on the coordinator does not cover them: on a worker, another
 // session's snapshot is its own (see docs/citus.md), so the refresh probes
-// them in its own transaction.
-func observeDistribution(ctx context.Context, q queryer, f *compile.Flow, obs *compile.Observation) error {
+// them in its own transaction. That transaction's probes reach the
+// workers, so it is paced first (paceCitus).
+func observeDistribution(ctx context.Context, tx *sql.Tx, f *compile.Flow, obs *compile.Observation) error {
+	if err := paceCitus(ctx, tx); err != nil {
+		return err
+	}
 	var dist []string
-	err := q.QueryRowContext(ctx, `SELECT coalesce(array_agg(r ORDER BY r), '{}') FROM unnest($1::text[]) r
+	err := tx.QueryRowContext(ctx, `SELECT coalesce(array_agg(r ORDER BY r), '{}') FROM unnest($1::text[]) r
 		WHERE EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass(r))`, pq.Array(f.CaptureTables())).Scan(pq.Array(&dist))
 	if err != nil {
 		return err
 	}
 	obs.Distributed = dist
 	// The target's distribution, to compare with the spec's.
-	return q.QueryRowContext(ctx, `SELECT coalesce((SELECT CASE WHEN d.partmethod = 'n' THEN 'reference' ELSE column_to_column_name(d.logicalrelid, d.partkey) END
+	return tx.QueryRowContext(ctx, `SELECT coalesce((SELECT CASE WHEN d.partmethod = 'n' THEN 'reference' ELSE column_to_column_name(d.logicalrelid, d.partkey) END
 		FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass($1)), '')`, f.Target()).Scan(&obs.TargetDistribution)
 }
 
-// citusSlowStart is how long Citus's executor waits, within one of the
+// CitusSlowStart is how long Citus's executor waits, within one of the
 // refresh's statements, before it opens one more connection to a worker
 // that still has shards to do (Citus's default: 10ms). Every rwc process
 // starts with no connection to the workers, and a new one costs a worker
@@ -50,15 +54,15 @@ func observeDistribution(ctx context.Context, q queryer, f *compile.Flow, obs *c
 // probe opened several to each worker and waited for them all. A statement
 // whose shards take long still gets its parallel connections, after this
 // (docs/citus.md has the figures).
-const citusSlowStart = "100ms"
+const CitusSlowStart = "100ms"
 
-// paceCitus sets citusSlowStart for the refresh's transaction when the
-// pace is Citus's default, and leaves one that the role, the database, the
-// server's configuration or the session chose. Citus hides the setting from
+// paceCitus sets CitusSlowStart for tx (a refresh's, or rwc plan's
+// probes) when the pace is Citus's default, and leaves one that the role,
+// the database, the server's configuration or the session chose. Citus hides the setting from
 // pg_settings, so its source cannot be read: its value is compared.
 func paceCitus(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `SELECT set_config('citus.executor_slow_start_interval', $1, true)
-		WHERE current_setting('citus.executor_slow_start_interval', true) = '10ms'`, citusSlowStart)
+		WHERE current_setting('citus.executor_slow_start_interval', true) = '10ms'`, CitusSlowStart)
 	return err
 }
 
@@ -75,10 +79,7 @@ func captureObservation(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compi
 	if err != nil {
 		return obs, err
 	}
-	if err := observeCitus(ctx, tx, f, &obs); err != nil || !obs.Citus {
-		return obs, err
-	}
-	return obs, paceCitus(ctx, tx) // its probes are the refresh's
+	return obs, observeCitus(ctx, tx, f, &obs)
 }
 
 // refuseCitusWorker refuses a database that is a Citus worker's (its

@@ -39,9 +39,6 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	}
 	obs.TargetOID, obs.TargetMissing = uint32(oid.Int64), !oid.Valid
 	if obs.Citus {
-		if err := paceCitus(ctx, tx); err != nil {
-			return obs, err
-		}
 		if err := observeDistribution(ctx, tx, f, &obs); err != nil {
 			return obs, err
 		}
