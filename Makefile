@@ -46,7 +46,7 @@ bench: build postgres
 	$(GO) run ./bench -rwc $(BIN) $(if $(BASELINE),-baseline $(BASELINE))
 	$(GO) run ./bench -rwc $(BIN) -history 1000000,8000000,32000000
 	$(GO) run ./bench -rwc $(BIN) -capture 1000000,4000000,16000000 -rounds 11
-	$(GO) run ./bench -rwc $(BIN) -citus 1000000 -rounds 7
+	$(GO) run ./bench -rwc $(BIN) -citus 1000000,4000000,16000000 -rounds 7
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # The randomised equivalence of incremental refresh with a full recompute,

@@ -12,7 +12,34 @@ import (
 	"github.com/rwc-dev/rwc/run/pgcluster"
 )
 
-// benchCitus measures a 7-day window on Citus (issue #18): a coordinator
+// benchCitus measures a 7-day window on Citus (issue #18) at each of
+// sizes (citusRun), each on a cluster of its own, and prints the figures.
+func benchCitus(ctx context.Context, tmp, rwcBin string, sizes []int, rounds int) error {
+	if why := pgcluster.CitusMissing(); why != "" {
+		fmt.Printf("Citus: not measured: %s\n", why)
+		return nil
+	}
+	var runs []citusFigures
+	for _, n := range sizes {
+		f, err := citusRun(ctx, filepath.Join(tmp, fmt.Sprint("citus-", n)), rwcBin, n, rounds)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, f)
+	}
+	printCitus(runs, rounds)
+	return nil
+}
+
+// citusFigures is one size's contests: the whole window, a late day,
+// nothing changed, and the rows the last wrote in each round.
+type citusFigures struct {
+	rows              int
+	whole, late, idle contest
+	written           []int64
+}
+
+// citusRun measures a 7-day window on Citus: a coordinator
 // and two workers on this machine, a fact of rows rows that Citus
 // distributes by sale_id, a reference dimension, and a target that rwc
 // creates distributed and co-located with the fact (distribution:). Round
@@ -22,19 +49,16 @@ import (
 // pace; one late day of seven (a tenth of its rows changed) by rwc and by
 // the same two scripts for that day; and rwc with nothing changed, and
 // the rows it wrote.
-func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error {
-	if why := pgcluster.CitusMissing(); why != "" {
-		fmt.Printf("Citus: not measured: %s\n", why)
-		return nil
-	}
+func citusRun(ctx context.Context, tmp, rwcBin string, rows, rounds int) (citusFigures, error) {
+	fig := citusFigures{rows: rows}
 	dsn, stop, err := startCitus(ctx, tmp)
 	defer stop()
 	if err != nil {
-		return err
+		return fig, err
 	}
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	defer db.Close()
 	fmt.Printf("Citus: a coordinator and two workers, %d fact rows over 365 days…\n", rows)
@@ -54,21 +78,21 @@ func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error
 		`VACUUM ANALYZE`,
 	} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("%s: %w", stmt, err)
+			return fig, fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
 	s := strings.Replace(strings.Replace(spec, "date >= date_add(current_date(), -7)", "date >= date_add(current_date(), -6)", 1),
 		"    query: |", "    distribution: {by: sale_id, colocate_with: sales_fct}\n    query: |", 1)
 	apply, err := applier(tmp, rwcBin, dsn, "sales_enriched", s)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	if _, err := apply(); err != nil {
-		return err
+		return fig, err
 	}
 	psql, err := psqlRunner(dsn)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	// The hand-written SQL as a user runs it (Citus's settings) and at
 	// rwc's pace (the executor setting rwc's refreshes run with).
@@ -85,55 +109,59 @@ func benchCitus(ctx context.Context, tmp, rwcBin string, rows, rounds int) error
 		_, err := db.ExecContext(ctx, `UPDATE store_dim SET region = region WHERE store_id = 1`)
 		return err
 	}
-	var whole, late, idle contest
-	var written []int64
+	whole, late, idle := &fig.whole, &fig.late, &fig.idle
 	for r := range rounds {
 		if err := touchDim(); err != nil {
-			return err
+			return fig, err
 		}
 		if err := whole.round(ctx, db, []func() error{quietly(apply), hand("", window), hand(paced, window)}, []string{"sales_enriched", "", ""}, r); err != nil {
-			return err
+			return fig, err
 		}
 		// One late day: a tenth of its fact rows changed.
 		lateDay := fmt.Sprintf("date = current_date - %d", 1+(r+1)%6)
 		if _, err := db.ExecContext(ctx, `UPDATE sales_fct SET amount = amount + 1 WHERE `+lateDay+` AND sale_id % 10 = 0`); err != nil {
-			return err
+			return fig, err
 		}
 		if err := late.round(ctx, db, []func() error{quietly(apply), hand("", lateDay), hand(paced, lateDay)}, []string{"sales_enriched", "", ""}, r); err != nil {
-			return err
+			return fig, err
 		}
 		if err := idle.round(ctx, db, []func() error{quietly(apply)}, []string{"sales_enriched"}, 0); err != nil {
-			return err
+			return fig, err
 		}
 		var n int64
 		if err := db.QueryRowContext(ctx, `SELECT rows_inserted + rows_deleted FROM rwc.events WHERE flow = 'sales_enriched' ORDER BY id DESC LIMIT 1`).Scan(&n); err != nil {
-			return err
+			return fig, err
 		}
-		written = append(written, n)
+		fig.written = append(fig.written, n)
 	}
-	printCitus(whole, late, idle, written, rounds)
-	return nil
+	return fig, nil
 }
 
 // printCitus renders benchCitus's figures.
-func printCitus(whole, late, idle contest, written []int64, rounds int) {
+func printCitus(runs []citusFigures, rounds int) {
 	fmt.Printf("\nCitus, a 7-day window over a distributed fact and a reference dimension into a co-located distributed target, medians of %d rounds, one run\n", rounds)
 	fmt.Println("(rwc apply: the whole process; refresh: its transaction as the event log records it; hand-written: DELETE + INSERT … SELECT in one transaction, in the server's psql, on a copy distributed alike, with Citus's settings and at rwc's pace):")
 	fmt.Println()
-	fmt.Println("| refresh | rwc apply | refresh | hand-written | at rwc's pace | rwc apply ÷ hand | ÷ hand at rwc's pace | what rwc did |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-	row := func(name string, c contest) {
-		w, h, hp := median(c.wall[0]), median(c.wall[1]), median(c.wall[2])
-		fmt.Printf("| %s | %s | %s | %s | %s | %.2f× | %.2f× | %s |\n", name, w.Round(time.Millisecond), median(c.inTx[0]).Round(time.Millisecond),
-			h.Round(time.Millisecond), hp.Round(time.Millisecond), ratio(w, h), ratio(w, hp), counts(c.actions[0]))
+	fmt.Println("| fact rows | refresh | rwc apply | refresh | hand-written | at rwc's pace | rwc apply ÷ hand | ÷ hand at rwc's pace | what rwc did |")
+	fmt.Println("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	for _, f := range runs {
+		row := func(name string, c contest) {
+			w, h, hp := median(c.wall[0]), median(c.wall[1]), median(c.wall[2])
+			fmt.Printf("| %d | %s | %s | %s | %s | %s | %.2f× | %.2f× | %s |\n", f.rows, name, w.Round(time.Millisecond), median(c.inTx[0]).Round(time.Millisecond),
+				h.Round(time.Millisecond), hp.Round(time.Millisecond), ratio(w, h), ratio(w, hp), counts(c.actions[0]))
+		}
+		row("whole window (dimension touched)", f.whole)
+		row("1 late day of 7", f.late)
+		fmt.Printf("| %d | nothing changed | %s | %s | | | | | %s; rows written: %v |\n", f.rows, median(f.idle.wall[0]).Round(time.Millisecond),
+			median(f.idle.inTx[0]).Round(time.Millisecond), counts(f.idle.actions[0]), f.written)
 	}
-	row("whole window (dimension touched)", whole)
-	row("1 late day of 7", late)
-	fmt.Printf("| nothing changed | %s | %s | | | | | %s; rows written: %v |\n", median(idle.wall[0]).Round(time.Millisecond),
-		median(idle.inTx[0]).Round(time.Millisecond), counts(idle.actions[0]), written)
-	fmt.Printf("\nthe late day ÷ the whole window: rwc apply %.2f× (refresh %.2f×); hand-written %.2f×, at rwc's pace %.2f×\n",
-		ratio(median(late.wall[0]), median(whole.wall[0])), ratio(median(late.inTx[0]), median(whole.inTx[0])),
-		ratio(median(late.wall[1]), median(whole.wall[1])), ratio(median(late.wall[2]), median(whole.wall[2])))
+	fmt.Println("\nthe late day ÷ the whole window:")
+	for _, f := range runs {
+		late, whole := f.late, f.whole
+		fmt.Printf("- %d fact rows: rwc apply %.2f× (refresh %.2f×); hand-written %.2f×, at rwc's pace %.2f×\n", f.rows,
+			ratio(median(late.wall[0]), median(whole.wall[0])), ratio(median(late.inTx[0]), median(whole.inTx[0])),
+			ratio(median(late.wall[1]), median(whole.wall[1])), ratio(median(late.wall[2]), median(whole.wall[2])))
+	}
 	fmt.Println("goals: the late day ≤ 0.35× the whole window; nothing changed writes 0 rows; the whole window ≤ 1.2× the hand-written")
 }
 

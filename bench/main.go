@@ -94,11 +94,11 @@ func main() {
 	readerRounds := flag.Int("readers", 0, "measure only what readers of a target go through during a full refresh and a column add, this many rounds each (0: the other measurements)")
 	history := flag.String("history", "", `measure only a 7-day window's refresh on a plain and a partitioned target holding these many rows of history, e.g. "1000000,8000000,32000000", then the partitioned target's repeated, incremental and concurrent-reader figures`)
 	capture := flag.String("capture", "", `measure only a refresh with nothing changed, capturing by fingerprints and by triggers, and what the triggers cost the fact's writers, at these many fact rows, e.g. "1000000,4000000,16000000"`)
-	citus := flag.Int("citus", 0, "measure only a 7-day window on a Citus cluster started here (a coordinator and two workers), a fact of this many rows distributed, into a co-located distributed target: the whole window against the hand-written SQL, a late day, nothing changed (says so and skips without the citus extension)")
+	citus := flag.String("citus", "", `measure only a 7-day window on a Citus cluster started here for each of these many fact rows, e.g. "1000000,4000000,16000000" (a coordinator and two workers), the fact distributed, into a co-located distributed target: the whole window against the hand-written SQL, a late day, nothing changed (says so and skips without the citus extension)`)
 	fixed := flag.Int("fixed", 0, "measure only the fixed cost of rwc apply: this many rounds of the whole process of an apply whose sources did not change (with -baseline, for both binaries, alternating)")
 	flag.Parse()
-	fixedRounds, citusRows = *fixed, *citus
-	historyLevels, captureSizes = rowCounts("history", *history), rowCounts("capture", *capture)
+	fixedRounds = *fixed
+	historyLevels, captureSizes, citusSizes = rowCounts("history", *history), rowCounts("capture", *capture), rowCounts("citus", *citus)
 	if _, ok := layouts[*layout]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -layout %q: want clustered or scattered\n", *layout)
 		os.Exit(2)
@@ -109,9 +109,9 @@ func main() {
 	}
 }
 
-// historyLevels, captureSizes: -history's and -capture's row counts (nil:
-// not that measurement).
-var historyLevels, captureSizes []int
+// historyLevels, captureSizes, citusSizes: -history's, -capture's and
+// -citus's row counts (nil: not that measurement).
+var historyLevels, captureSizes, citusSizes []int
 
 // rowCounts parses a flag's comma-separated row counts ("": nil).
 func rowCounts(name, list string) []int {
@@ -130,9 +130,8 @@ func rowCounts(name, list string) []int {
 	return out
 }
 
-// fixedRounds: -fixed's rounds (0: not that measurement); citusRows:
-// -citus's fact rows (0: not that measurement).
-var fixedRounds, citusRows int
+// fixedRounds: -fixed's rounds (0: not that measurement).
+var fixedRounds int
 
 // layouts give the date of fact row i (1..{rows}) as SQL.
 var layouts = map[string]string{
@@ -152,8 +151,8 @@ func bench(rows, rounds int, rwcBin, baseline, layout string, incremental bool, 
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if citusRows > 0 {
-		return benchCitus(ctx, tmp, rwcBin, citusRows, rounds)
+	if citusSizes != nil {
+		return benchCitus(ctx, tmp, rwcBin, citusSizes, rounds)
 	}
 	c, err := pgcluster.Open(pgcluster.Options{DataDir: filepath.Join(tmp, "pgdata"), Fsync: true, Settings: ivmSettings()})
 	if err != nil {

@@ -1,6 +1,10 @@
 package compile
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rwc-dev/rwc/diag"
+)
 
 // Adoption is what a refresh does with a target table that exists before
 // it writes: refresh it (rwc made it), adopt it (Adopt: a table Citus
@@ -11,6 +15,10 @@ import "fmt"
 type Adoption struct {
 	Adopt   bool
 	Refusal string
+	// Code and At: a refusal's diagnostic in a plan, when not the
+	// table's (RW503 at the table's key).
+	Code string
+	At   diag.Pos
 }
 
 // TargetVerdict is what a refresh does with the table its target's name
@@ -31,7 +39,33 @@ func (f *Flow) TargetVerdict(st FlowState, obs Observation, changes []ColumnChan
 			return Adoption{Refusal: why}
 		}
 	}
+	if c := windowCollations(f, obs); c.Refusal != "" {
+		return c
+	}
 	return a
+}
+
+// windowCollations refuses a flow whose window reads a text column under
+// a nondeterministic collation, where 'emea' = 'EMEA' can hold: rwc
+// compares the window's values byte by byte, as CEL does, and so does the
+// target's DELETE, but the query's rows would be filtered, and its
+// partitions narrowed, by the collation's equality, so the window would
+// take rows that no later DELETE replaces (each refresh inserting them
+// again).
+func windowCollations(f *Flow, obs Observation) Adoption {
+	if len(obs.Collations) == 0 {
+		return Adoption{}
+	}
+	c := obs.Collations[0]
+	at, where, fix := f.Table.Query.Pos, "the query yields", fmt.Sprintf("yield it under a deterministic collation: %s COLLATE \"default\" AS %[1]s in the query's select list", c.Column)
+	if c.Target {
+		at, where, fix = f.Table.Pos, "the target "+f.Target()+" stores", fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"default\"", f.Target(), c.Column)
+	}
+	if col := f.Table.Column(c.Column); col != nil && !c.Target {
+		at = col.Pos
+	}
+	return Adoption{Code: "RW504", At: at, Refusal: fmt.Sprintf("flow %s: %s the window's column %s (%s) under the nondeterministic collation %s, where values that differ byte by byte can be equal ('emea' = 'EMEA'); rwc compares the window's values byte by byte, as CEL does, so the window would take rows that no later refresh replaces; nothing was changed: %s",
+		f.Name(), where, c.Column, at, c.Collation, fix)}
 }
 
 // TargetAdoption decides it from the flow's row in rwc.flows (st) and the

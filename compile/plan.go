@@ -609,7 +609,11 @@ func refusesTarget(f *Flow, st FlowState, obs Observation, fp *FlowPlan) bool {
 	switch {
 	case a.Refusal != "":
 		fp.Action, fp.Reasons, fp.Refused, fp.SQL = ActionRefused, []Reason{}, a.Refusal, []string{}
-		fp.diags.Errorf("RW503", f.Table.Pos, "do what the message says; until then rwc apply changes nothing for this flow (and skips the flows that read its target)", "rwc apply refuses flow %s: %s", f.Name(), a.Refusal)
+		code, at := "RW503", f.Table.Pos
+		if a.Code != "" {
+			code, at = a.Code, a.At
+		}
+		fp.diags.Errorf(code, at, "do what the message says; until then rwc apply changes nothing for this flow (and skips the flows that read its target)", "rwc apply refuses flow %s: %s", f.Name(), a.Refusal)
 		return true
 	case a.Adopt:
 		fp.Notes = append(fp.Notes, fmt.Sprintf("%s has a new table id, and the one rwc made is gone, as Citus's alter_distributed_table leaves a table it rebuilt: rwc apply adopts it if its window holds as many rows as rwc left there (it refuses it otherwise, changing nothing), and recomputes its window", f.Target()))

@@ -135,6 +135,10 @@ type Observation struct {
 	// applied after the query only, and what changed cannot be read from
 	// the sources' rows either.
 	Mismatches []TypeMismatch
+	// Collations are the window's text columns that the query yields, or
+	// the target stores, under a nondeterministic collation (see
+	// windowCollations).
+	Collations []WindowCollation `json:",omitempty"`
 	// Blocker: why the flow's changes cannot be read from its sources'
 	// rows, though its shape allows it ("": they can): a source is a view
 	// or a foreign table, the query reads the clock or the session, or
@@ -183,6 +187,14 @@ type Observation struct {
 	// database's): a partitioned target gets partitions up to a little
 	// after it, and those after it are not swapped.
 	Today predicate.Date `json:",omitempty"`
+}
+
+// WindowCollation is one of the window's text columns under a
+// nondeterministic collation: in the query's output (Target false) or in
+// the target.
+type WindowCollation struct {
+	Column, Collation string
+	Target            bool
 }
 
 // TypeMismatch is one predicate column whose query type is not the

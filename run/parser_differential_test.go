@@ -90,7 +90,9 @@ func readsAsLint(t *testing.T, db *sql.DB, q corpusQuery, guarded bool) string {
 	defer tx.Rollback()
 	var types []*sql.ColumnType
 	if guarded {
-		types, err = describeQuery(ctx, tx, q.a.Body)
+		var d described
+		d, err = describeQuery(ctx, tx, q.a.Body, nil)
+		types = d.columns
 	} else {
 		types, err = describeUnguarded(ctx, tx, q.a.Body)
 	}

@@ -310,11 +310,12 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 	// u, t's copy reading t's target: apply skips it when it refuses t.
 	u := strings.NewReplacer("pipeline: p\ntables:\n", "", "  t:", "  u:", "FROM ev", "FROM t").Replace(dailySpec)
 	for _, c := range []struct {
-		name, before, spec, want string
+		name, before, spec, want, code string
 	}{
-		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, dailySpec, "was dropped and created again outside rwc"},
-		{"not rwc's", `DELETE FROM rwc.flows WHERE flow = 't'`, dailySpec, "already exists and was not created by rwc"},
-		{"not partitioned", `SELECT 1`, partSpec, "asks for a partitioned target, but"},
+		{"recreated", `DROP TABLE t; CREATE TABLE t (d date, k text, v integer)`, dailySpec, "was dropped and created again outside rwc", "RW503"},
+		{"not rwc's", `DELETE FROM rwc.flows WHERE flow = 't'`, dailySpec, "already exists and was not created by rwc", "RW503"},
+		{"not partitioned", `SELECT 1`, partSpec, "asks for a partitioned target, but", "RW503"},
+		{"nondeterministic collation", ciCollation, strings.Replace(dailySpec, "-2)", "-2) && k != ''\n    partition_by: d", 1), "under the nondeterministic collation ci", "RW504"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -323,8 +324,8 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec + u, "backfills/hist.yaml": histBackfill})
 			e.exec(c.before)
 			file := filepath.Join(t.TempDir(), "plan.json")
-			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error RW503") {
-				t.Fatalf("rwc plan exited %d, want 1 with RW503:\n%s", code, out)
+			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error "+c.code) {
+				t.Fatalf("rwc plan exited %d, want 1 with %s:\n%s", code, c.code, out)
 			}
 			var saved compile.Plan
 			if err := json.Unmarshal([]byte(readText(t, file)), &saved); err != nil || len(saved.Flows) != 2 {

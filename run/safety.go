@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/pgtype"
 )
 
 // pgTypeNames maps the driver's type names to rwc's canonical base names.
@@ -43,16 +44,17 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 			return obs, err
 		}
 	}
-	types, err := describeQuery(ctx, tx, f.Query.Body)
+	types, err := describeQuery(ctx, tx, f.Query.Body, windowTexts(f))
 	if err != nil {
 		return obs, err
 	}
+	obs.Collations = types.collations
 	if f.Immediate() {
 		if obs.Settings, err = maintainedSettings(ctx, tx); err != nil {
 			return obs, err
 		}
 	}
-	obs.Mismatches = mismatches(f, types)
+	obs.Mismatches = mismatches(f, types.columns)
 	if f.Incremental() && len(obs.Mismatches) == 0 {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
 			return obs, err
@@ -61,8 +63,22 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	if obs.TargetMissing {
 		return obs, nil
 	}
-	obs.Lacks, err = lacks(ctx, tx, f, obs.TargetOID)
+	var stored []compile.WindowCollation
+	obs.Lacks, stored, err = lacks(ctx, tx, f, obs.TargetOID)
+	obs.Collations = append(obs.Collations, stored...)
 	return obs, err
+}
+
+// windowTexts are the window's columns of the text family: those whose
+// collation matters (compile's windowCollations).
+func windowTexts(f *compile.Flow) []string {
+	var out []string
+	for _, name := range f.Predicate.Columns {
+		if c := f.Table.Column(name); c != nil && c.Type.Family == pgtype.Text {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // mismatches lists the predicate's columns whose type in the query's
@@ -82,20 +98,30 @@ func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch
 	return out
 }
 
-// lacks lists the flow's columns that its target (oid) does not have.
-func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT attname FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, oid)
+// lacks lists the flow's columns that its target (oid) does not have, and
+// those of the window's text columns it stores under a nondeterministic
+// collation.
+func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]string, []compile.WindowCollation, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT a.attname, coalesce(c.collname, ''), coalesce(NOT c.collisdeterministic, false)
+		FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, oid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	has := map[string]bool{}
+	var odd []compile.WindowCollation
+	texts := windowTexts(f)
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
+		var name, coll string
+		var nondeterministic bool
+		if err := rows.Scan(&name, &coll, &nondeterministic); err != nil {
+			return nil, nil, err
 		}
 		has[name] = true
+		if nondeterministic && slices.Contains(texts, name) {
+			odd = append(odd, compile.WindowCollation{Column: name, Collation: pq.QuoteIdentifier(coll), Target: true})
+		}
 	}
 	var out []string
 	for _, c := range f.Table.Columns {
@@ -103,7 +129,7 @@ func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]stri
 			out = append(out, c.Name)
 		}
 	}
-	return out, rows.Err()
+	return out, odd, rows.Err()
 }
 
 // Observe is observe in a read-only snapshot of its own, bounded by
@@ -139,19 +165,61 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 	return obs, err
 }
 
+// described is what describeQuery reads of a query: its output columns,
+// and those of the given text columns it yields under a nondeterministic
+// collation.
+type described struct {
+	columns    []*sql.ColumnType
+	collations []compile.WindowCollation
+}
+
 // describeQuery returns the output columns the server makes of a user's
-// query (its analysis's Body), as rwc embeds it. It plans the query in a savepoint, whose
-// rollback releases the locks planning took on the sources: a refresh
-// that finds nothing changed need not hold them until it commits.
-func describeQuery(ctx context.Context, tx *sql.Tx, query string) ([]*sql.ColumnType, error) {
+// query (its analysis's Body), as rwc embeds it, and the collations of
+// texts among them that are nondeterministic. It plans the query in a
+// savepoint, whose rollback releases the locks planning took on the
+// sources: a refresh that finds nothing changed need not hold them until
+// it commits.
+func describeQuery(ctx context.Context, tx *sql.Tx, query string, texts []string) (described, error) {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT rwc_describe"); err != nil {
-		return nil, err
+		return described{}, err
 	}
-	types, err := describeIn(ctx, tx, query)
+	var d described
+	var err error
+	d.columns, err = describeIn(ctx, tx, query)
+	if err == nil && len(texts) > 0 {
+		d.collations, err = queryCollations(ctx, tx, query, texts)
+	}
 	if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_describe; RELEASE SAVEPOINT rwc_describe"); err == nil {
 		err = rerr
 	}
-	return types, err
+	return d, err
+}
+
+// queryCollations lists those of columns (the query's, text) that the
+// query yields under a nondeterministic collation. The collation is the
+// expression's, which pg_collation_for reads from the one NULL row that
+// an outer join to the query's no rows makes.
+func queryCollations(ctx context.Context, tx *sql.Tx, query string, columns []string) ([]compile.WindowCollation, error) {
+	pairs := make([]string, len(columns))
+	for i, c := range columns {
+		pairs[i] = "(" + pq.QuoteLiteral(c) + ", pg_collation_for(x." + pq.QuoteIdentifier(c) + "))"
+	}
+	rows, done, err := userRows(ctx, tx, "SELECT k.col, k.coll FROM (SELECT) AS one LEFT JOIN (SELECT * FROM (\n"+query+
+		"\n) AS src LIMIT 0) AS x ON true CROSS JOIN LATERAL (VALUES "+strings.Join(pairs, ", ")+") AS k(col, coll)"+
+		" JOIN pg_collation c ON c.oid = to_regcollation(k.coll) WHERE NOT c.collisdeterministic")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []compile.WindowCollation
+	for rows.Next() {
+		var c compile.WindowCollation
+		if err := rows.Scan(&c.Column, &c.Collation); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 func describeIn(ctx context.Context, tx *sql.Tx, body string) ([]*sql.ColumnType, error) {

@@ -47,10 +47,11 @@ func TestUserSQLReassertsParserSettings(t *testing.T) {
 	if _, err := userExec(ctx, tx, `SELECT set_config('standard_conforming_strings', 'off', false)`); err != nil {
 		t.Fatal(err)
 	}
-	types, err := describeQuery(ctx, tx, `SELECT '\' AS a, 1 AS b`)
+	d, err := describeQuery(ctx, tx, `SELECT '\' AS a, 1 AS b`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	types := d.columns
 	if len(types) != 2 || types[1].Name() != "b" {
 		t.Fatalf("read as %d columns", len(types))
 	}
@@ -109,7 +110,7 @@ func TestDescribeKeepsNoLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := describeQuery(ctx, tx, `SELECT x FROM src`); err != nil {
+	if _, err := describeQuery(ctx, tx, `SELECT x FROM src`, nil); err != nil {
 		t.Fatal(err)
 	}
 	var held int

@@ -1,0 +1,94 @@
+package run_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// ciCollation makes ev's k case-insensitive: under it 'c' = 'C'.
+const ciCollation = `CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+	ALTER TABLE ev ALTER COLUMN k TYPE text COLLATE ci`
+
+// textWindow is the daily flow with a window over k, a text column, and
+// query (the query's text).
+func textWindow(query string) string {
+	return strings.NewReplacer("replace_where: d >= date_add(current_date(), -2)", "replace_where: k >= 'A'",
+		"SELECT d, k, v FROM ev", query).Replace(dailySpec)
+}
+
+// A query that yields the window's text column under a nondeterministic
+// collation is refused, changing nothing: filtered by that collation's
+// equality, its rows of the window 'c' would include those of 'C', which the
+// target's DELETE of 'c' never removes, so each refresh would insert them
+// again.
+func TestWindowCollationQueryRefused(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(ciCollation)
+	f := flow(t, map[string]string{"p.yaml": textWindow("SELECT d, k, v FROM ev")}, "t")
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "the query yields the window's column k (pipelines/p.yaml:7:7) under the nondeterministic collation ci") ||
+		!strings.Contains(res.Err.Error(), `k COLLATE "default" AS k`) {
+		t.Fatalf("refresh: %v; want refused, the column and the collation named", res.Err)
+	}
+	if n := e.count(`SELECT count(*) FROM pg_class WHERE relname = 't'`); n != 0 {
+		t.Fatalf("the refused refresh created the target")
+	}
+	// Yielded under the database's collation, it refreshes, and again.
+	f = flow(t, map[string]string{"p.yaml": textWindow(`SELECT d, k COLLATE "default" AS k, v FROM ev`)}, "t")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(f))
+	}
+	if d := e.rows(`SELECT count(*) - (SELECT count(*) FROM ev) FROM public.t`); d[0] != "(0)" {
+		t.Fatalf("target has %s rows more than ev", d[0])
+	}
+}
+
+// A target whose window column was given a nondeterministic collation by
+// hand is refused too: its DELETE of 'c' would remove the rows of 'C', which
+// the query's rows of 'c' do not give back.
+func TestWindowCollationTargetRefused(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	f := flow(t, map[string]string{"p.yaml": textWindow("SELECT d, k, v FROM ev")}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		ALTER TABLE public.t ALTER COLUMN k TYPE text COLLATE ci`)
+	before := e.rows(`SELECT count(*) FROM public.t`)
+	e.exec(`UPDATE ev SET v = v + 1`)
+	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), `the target "public"."t" stores the window's column k`) ||
+		!strings.Contains(res.Err.Error(), `ALTER TABLE "public"."t" ALTER COLUMN k TYPE text COLLATE "default"`) {
+		t.Fatalf("refresh: %v; want refused, the target's column named", res.Err)
+	}
+	if after := e.rows(`SELECT count(*) FROM public.t WHERE v = (SELECT v FROM ev WHERE ev.d = t.d AND ev.k::text = t.k::text)`); after[0] != "(0)" || before[0] == "(0)" {
+		t.Fatalf("the refused refresh wrote the target (%s rows of %s current)", after[0], before[0])
+	}
+}
+
+// A source whose partition column has a nondeterministic collation, under
+// a query that yields it under the database's: the fingerprints tell 'c'
+// from 'C' byte by byte, so a change to the rows of one is recomputed
+// under its own name, not merged into the other's.
+func TestWindowCollationSourceProbes(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(ciCollation)
+	e.exec(`INSERT INTO ev VALUES ('2026-03-09', 'c', 1), ('2026-03-09', 'C', 2)`)
+	f := flow(t, map[string]string{"p.yaml": textWindow(`SELECT d, k COLLATE "default" AS k, v FROM ev`)}, "t")
+	for range 2 {
+		refresh(t, e.runner(now0), reqWindow(f))
+	}
+	for _, k := range []string{"C", "c"} {
+		e.exec(`UPDATE ev SET v = v + 100 WHERE k::text COLLATE "C" = $1`, k)
+		res := refresh(t, e.runner(now0), reqWindow(f))
+		if len(res.Partitions) != 1 || res.Partitions[0] != k {
+			t.Errorf("after %s changed: %s %v, capture %q; want partition %s alone recomputed", k, res.Action, res.Partitions, res.Capture, k)
+		}
+		if d := e.rows(`(SELECT d, k, v FROM public.t EXCEPT ALL SELECT d, k::text COLLATE "C", v FROM ev)
+			UNION ALL (SELECT d, k::text COLLATE "C", v FROM ev EXCEPT ALL SELECT d, k, v FROM public.t)`); len(d) > 0 {
+			t.Errorf("after %s changed, the target differs from the query: %v", k, d)
+		}
+	}
+}
