@@ -58,7 +58,7 @@ func TestWindowCollationTargetRefused(t *testing.T) {
 	before := e.rows(`SELECT count(*) FROM public.t`)
 	e.exec(`UPDATE ev SET v = v + 1`)
 	res := e.runner(now0).Refresh(context.Background(), reqWindow(f))
-	if res.Err == nil || !strings.Contains(res.Err.Error(), `the target "public"."t" stores the window's column k`) ||
+	if res.Err == nil || !strings.Contains(res.Err.Error(), `the target "public"."t" stores the window's column k (pipelines/p.yaml:3:3) under the nondeterministic collation ci,`) ||
 		!strings.Contains(res.Err.Error(), `ALTER TABLE "public"."t" ALTER COLUMN k TYPE text COLLATE "default"`) {
 		t.Fatalf("refresh: %v; want refused, the target's column named", res.Err)
 	}

@@ -102,7 +102,7 @@ func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch
 // those of the window's text columns it stores under a nondeterministic
 // collation.
 func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]string, []compile.WindowCollation, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT a.attname, coalesce(c.collname, ''), coalesce(NOT c.collisdeterministic, false)
+	rows, err := tx.QueryContext(ctx, `SELECT a.attname, coalesce(quote_ident(c.collname), ''), coalesce(NOT c.collisdeterministic, false)
 		FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation
 		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, oid)
 	if err != nil {
@@ -120,7 +120,7 @@ func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]stri
 		}
 		has[name] = true
 		if nondeterministic && slices.Contains(texts, name) {
-			odd = append(odd, compile.WindowCollation{Column: name, Collation: pq.QuoteIdentifier(coll), Target: true})
+			odd = append(odd, compile.WindowCollation{Column: name, Collation: coll, Target: true})
 		}
 	}
 	var out []string
