@@ -3,6 +3,8 @@ package compile
 import (
 	"fmt"
 
+	"github.com/lib/pq"
+
 	"github.com/rwc-dev/rwc/diag"
 )
 
@@ -57,15 +59,21 @@ func windowCollations(f *Flow, obs Observation) Adoption {
 		return Adoption{}
 	}
 	c := obs.Collations[0]
-	at, where, fix := f.Table.Query.Pos, "the query yields", fmt.Sprintf("yield it under a deterministic collation: %s COLLATE \"default\" AS %[1]s in the query's select list", c.Column)
+	col, name := f.Table.Column(c.Column), pq.QuoteIdentifier(c.Column)
+	if col == nil {
+		return Adoption{}
+	}
+	at, where, fix := col.Pos, "the query yields", fmt.Sprintf("yield it under a deterministic collation, e.g. %s COLLATE \"default\" AS %[1]s in the query's select list (rwc then recomputes the whole window: it cannot map the window onto the source's column)", name)
 	if c.Target {
-		at, where, fix = f.Table.Pos, "the target "+f.Target()+" stores", fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"default\"", f.Target(), c.Column)
+		at, where, fix = f.Table.Pos, "the target "+f.Target()+" ("+f.Table.Pos.String()+") stores", fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s COLLATE \"default\"", f.Target(), name, col.Type.Canonical)
+	} else {
+		where += fmt.Sprintf(" the window's column %s (%s)", c.Column, col.Pos)
 	}
-	if col := f.Table.Column(c.Column); col != nil && !c.Target {
-		at = col.Pos
+	if c.Target {
+		where += " the window's column " + c.Column
 	}
-	return Adoption{Code: "RW504", At: at, Refusal: fmt.Sprintf("flow %s: %s the window's column %s (%s) under the nondeterministic collation %s, where values that differ byte by byte can be equal ('emea' = 'EMEA'); rwc compares the window's values byte by byte, as CEL does, so the window would take rows that no later refresh replaces; nothing was changed: %s",
-		f.Name(), where, c.Column, at, c.Collation, fix)}
+	return Adoption{Code: "RW504", At: at, Refusal: fmt.Sprintf("flow %s: %s under the nondeterministic collation %s, where values that differ byte by byte can be equal ('emea' = 'EMEA'); rwc compares the window's values byte by byte, as CEL does, so the window would take rows that no later refresh replaces; nothing was changed: %s",
+		f.Name(), where, c.Collation, fix)}
 }
 
 // TargetAdoption decides it from the flow's row in rwc.flows (st) and the

@@ -110,7 +110,7 @@ func (f *Flow) Probes(window *predicate.Predicate, obs Observation) ([]Probe, er
 		name, table := tableName(t), quoteTable(t)
 		dist := slices.Contains(obs.Distributed, table)
 		if c, ok := cols[name]; ok {
-			p, err := f.partitionProbe(Probe{Source: name, Table: table, Column: c, Distributed: dist}, window)
+			p, err := partitionProbe(Probe{Source: name, Table: table, Column: c, Distributed: dist}, window)
 			if err != nil {
 				return nil, err
 			}
@@ -126,25 +126,18 @@ func (f *Flow) Probes(window *predicate.Predicate, obs Observation) ([]Probe, er
 // ProbeOf is p, a source's probe (not Whole), over another window: an
 // incremental refresh's probe of the partitions that rwc's triggers logged.
 func (f *Flow) ProbeOf(p Probe, window *predicate.Predicate) (Probe, error) {
-	return f.partitionProbe(p, window)
+	return partitionProbe(p, window)
 }
 
 // partitionProbe is p (its source, table and column) fingerprinting the
-// table per value of the column within window. A text column's values are
-// told apart byte by byte, as the window's are: under a nondeterministic
-// collation of the source's column, 'c' and 'C' would be one group, so a
-// change to one would be recomputed under the other's name only.
-func (f *Flow) partitionProbe(p Probe, window *predicate.Predicate) (Probe, error) {
+// table per value of the column within window.
+func partitionProbe(p Probe, window *predicate.Predicate) (Probe, error) {
 	ref := "s." + pq.QuoteIdentifier(p.Column)
 	cond, err := window.SQL(func(string) string { return ref })
 	if err != nil {
 		return Probe{}, err
 	}
-	key := ref
-	if c := f.Table.Column(f.PartitionBy); c != nil && c.Type.Family == pgtype.Text {
-		key = "(" + ref + ")::text COLLATE \"C\""
-	}
-	p.SQL = fmt.Sprintf("SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s", key, hashOf(p.Distributed), p.Table, cond)
+	p.SQL = fmt.Sprintf("SELECT (%s)::text, count(*), %s FROM %s AS s WHERE %s GROUP BY %[1]s", ref, hashOf(p.Distributed), p.Table, cond)
 	return p, nil
 }
 

@@ -202,7 +202,10 @@ func describeQuery(ctx context.Context, tx *sql.Tx, query string, texts []string
 func queryCollations(ctx context.Context, tx *sql.Tx, query string, columns []string) ([]compile.WindowCollation, error) {
 	pairs := make([]string, len(columns))
 	for i, c := range columns {
-		pairs[i] = "(" + pq.QuoteLiteral(c) + ", pg_collation_for(x." + pq.QuoteIdentifier(c) + "))"
+		// Read as text: a type without collations (an enum, an integer the
+		// spec declares text) makes pg_collation_for fail; a text or
+		// varchar keeps its own.
+		pairs[i] = "(" + pq.QuoteLiteral(c) + ", pg_collation_for((x." + pq.QuoteIdentifier(c) + ")::text))"
 	}
 	rows, done, err := userRows(ctx, tx, "SELECT k.col, k.coll FROM (SELECT) AS one LEFT JOIN (SELECT * FROM (\n"+query+
 		"\n) AS src LIMIT 0) AS x ON true CROSS JOIN LATERAL (VALUES "+strings.Join(pairs, ", ")+") AS k(col, coll)"+

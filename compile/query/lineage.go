@@ -153,12 +153,6 @@ func (l *scope) trace(name string, depth int) *trace {
 		expr = pg.MakeColumnRefNode(fields, -1)
 		res.fromStar = true
 	}
-	if c := expr.GetCollateClause(); c != nil && c.GetArg().GetColumnRef() != nil {
-		// col COLLATE x yields col's values, byte for byte: a condition
-		// on it narrows col's rows, though under col's own collation
-		// (which the window, compared byte by byte, then filters again).
-		expr = c.GetArg()
-	}
 	res.kind = exprKind(expr)
 	res.inGroupBy = l.inGroupBy(idx, expr, name)
 	res.notExposed = tables
