@@ -63,14 +63,11 @@ func windowCollations(f *Flow, obs Observation) Adoption {
 	if col == nil {
 		return Adoption{}
 	}
-	at, where, fix := col.Pos, "the query yields", fmt.Sprintf("yield it under a deterministic collation, e.g. %s COLLATE \"default\" AS %[1]s in the query's select list (rwc then recomputes the whole window: it cannot map the window onto the source's column)", name)
+	at, where := col.Pos, fmt.Sprintf("the query yields the window's column %s (%s)", c.Column, col.Pos)
+	fix := fmt.Sprintf("yield it under a deterministic collation, e.g. %s COLLATE \"default\" AS %[1]s in the query's select list (rwc then recomputes the whole window: it cannot map the window onto the source's column)", name)
 	if c.Target {
-		at, where, fix = f.Table.Pos, "the target "+f.Target()+" ("+f.Table.Pos.String()+") stores", fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s COLLATE \"default\"", f.Target(), name, col.Type.Canonical)
-	} else {
-		where += fmt.Sprintf(" the window's column %s (%s)", c.Column, col.Pos)
-	}
-	if c.Target {
-		where += " the window's column " + c.Column
+		at, where = f.Table.Pos, fmt.Sprintf("the target %s (%s) stores the window's column %s", f.Target(), f.Table.Pos, c.Column)
+		fix = fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s COLLATE \"default\"", f.Target(), name, col.Type.Canonical)
 	}
 	return Adoption{Code: "RW504", At: at, Refusal: fmt.Sprintf("flow %s: %s under the nondeterministic collation %s, where values that differ byte by byte can be equal ('emea' = 'EMEA'); rwc compares the window's values byte by byte, as CEL does, so the window would take rows that no later refresh replaces; nothing was changed: %s",
 		f.Name(), where, c.Collation, fix)}
