@@ -244,7 +244,7 @@ func (f *Flow) Decide(st FlowState, window *predicate.Predicate, obs Observation
 	case !predicate.Contains(prior, window):
 		add(ReasonStaleTargetData)
 	}
-	if !f.Incremental() || len(obs.Mismatches) > 0 {
+	if !f.Incremental() || obs.AfterQueryOnly() {
 		add(ReasonCannotPushPredicate)
 	}
 	if len(d.Reasons) == 0 {

@@ -50,7 +50,7 @@ func (f *Flow) DecideRefresh(in RefreshInput) Decision {
 // does not, why not.
 func (f *Flow) capturable(window *predicate.Predicate, obs Observation) (bool, string) {
 	switch {
-	case !f.Incremental() || len(obs.Mismatches) > 0:
+	case !f.Incremental() || obs.AfterQueryOnly():
 		return false, "" // Decide says so (CANNOT_PUSH_PREDICATE)
 	case obs.Blocker != "":
 		return false, obs.Blocker

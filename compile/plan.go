@@ -228,9 +228,7 @@ func (in PlanInput) observe(f *Flow, fp *FlowPlan) Observation {
 	case err != nil:
 		fp.Notes = append(fp.Notes, "could not check the query's output types against the target's ("+err.Error()+"): planned as if they agree")
 	}
-	for _, m := range obs.Mismatches {
-		fp.Notes = append(fp.Notes, m.String())
-	}
+	fp.Notes = append(fp.Notes, obs.AfterQueryNotes()...)
 	return obs
 }
 
@@ -613,7 +611,7 @@ func refusesTarget(f *Flow, st FlowState, obs Observation, fp *FlowPlan) bool {
 		if a.Code != "" {
 			code, at = a.Code, a.At
 		}
-		fp.diags.Errorf(code, at, "do what the message says; until then rwc apply changes nothing for this flow (and skips the flows that read its target)", "rwc apply refuses flow %s: %s", f.Name(), a.Refusal)
+		fp.diags.Errorf(code, at, "do what the message says; until then rwc apply changes nothing for this flow (and skips the flows that read its target)", "rwc apply refuses flow %s: %s", f.Name(), strings.TrimPrefix(a.Refusal, "flow "+f.Name()+": "))
 		return true
 	case a.Adopt:
 		fp.Notes = append(fp.Notes, fmt.Sprintf("%s has a new table id, and the one rwc made is gone, as Citus's alter_distributed_table leaves a table it rebuilt: rwc apply adopts it if its window holds as many rows as rwc left there (it refuses it otherwise, changing nothing), and recomputes its window", f.Target()))

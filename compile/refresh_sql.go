@@ -135,6 +135,11 @@ type Observation struct {
 	// applied after the query only, and what changed cannot be read from
 	// the sources' rows either.
 	Mismatches []TypeMismatch
+	// JoinCollations are the window's text columns that the query joins
+	// to a source column under another collation than it yields them
+	// (CollationMismatch): like Mismatches, the window is applied after
+	// the query only.
+	JoinCollations []CollationMismatch `json:",omitempty"`
 	// Collations are the window's text columns that the query yields, or
 	// the target stores, under a nondeterministic collation (see
 	// windowCollations).
@@ -479,7 +484,7 @@ func (f *Flow) typedSource(cols []string, src string) string {
 // decide, then to write), and each pushdown parses and deparses the query
 // twice: the answers are kept, by what they depend on.
 func (f *Flow) pushedQuery(p *predicate.Predicate, obs Observation) (string, []string) {
-	key := pushKey{cel: p.Root.CEL(), determinism: p.Determinism, mismatched: len(obs.Mismatches) > 0}
+	key := pushKey{cel: p.Root.CEL(), determinism: p.Determinism, mismatched: obs.AfterQueryOnly()}
 	if v, ok := f.pushed.Load(key); ok {
 		a := v.(pushAnswer)
 		return a.sql, slices.Clone(a.to)
@@ -506,7 +511,7 @@ func (f *Flow) pushedQueryOnce(p *predicate.Predicate, obs Observation) (string,
 	if f.Query != nil {
 		q = f.Query.Body
 	}
-	if f.Query == nil || p.Determinism == predicate.NonDeterministic || len(obs.Mismatches) > 0 {
+	if f.Query == nil || p.Determinism == predicate.NonDeterministic || obs.AfterQueryOnly() {
 		return q, nil
 	}
 	var conds, pushed []string

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rwc-dev/rwc/run"
 )
 
 // ciCollation makes ev's k case-insensitive: under it 'c' = 'C'.
@@ -85,5 +88,48 @@ func TestWindowCollationTargetRefused(t *testing.T) {
 	}
 	if after := e.rows(`SELECT count(*) FROM public.t WHERE v = (SELECT v FROM ev WHERE ev.d = t.d AND ev.k::text = t.k::text)`); after[0] != "(0)" || before[0] == "(0)" {
 		t.Fatalf("the refused refresh wrote the target (%s rows of %s current)", after[0], before[0])
+	}
+}
+
+// A query that yields the window's text column from a deterministic
+// column, but joins it to a source column under a nondeterministic
+// collation, joins 'a' to that source's 'A': a change to the 'A' row
+// changes the window's 'a' rows, so the window is not mapped onto the
+// source's column (nor pushed onto it) and the refresh recomputes it
+// whole, saying why.
+func TestWindowCollationJoined(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		CREATE TABLE dim (k text COLLATE ci, w integer);
+		INSERT INTO dim VALUES ('A', 1), ('b', 0)`)
+	f := flow(t, map[string]string{"p.yaml": textWindow("SELECT ev.d, ev.k, ev.v + dim.w AS v FROM ev JOIN dim ON dim.k = ev.k")}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`UPDATE dim SET w = 5 WHERE k::text COLLATE "C" = 'A'`)
+	var log strings.Builder
+	r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second, Log: &log})
+	res := refresh(t, r, reqWindow(f))
+	if d := e.rows(`(SELECT d, k, v FROM public.t EXCEPT ALL SELECT ev.d, ev.k, ev.v + dim.w FROM ev JOIN dim ON dim.k = ev.k)
+		UNION ALL (SELECT ev.d, ev.k, ev.v + dim.w FROM ev JOIN dim ON dim.k = ev.k EXCEPT ALL SELECT d, k, v FROM public.t)`); len(d) > 0 {
+		t.Fatalf("after dim's 'A' changed (%s %v), the target differs from the query: %v", res.Action, res.Partitions, d)
+	}
+	if want := `t: the query joins the window's column k to "dim"."k", under its nondeterministic collation ci: the window is applied after the query only`; !strings.Contains(log.String(), want) {
+		t.Errorf("the refresh's log:\n%s\nwant %q", log.String(), want)
+	}
+}
+
+// Pushed onto that source, a range compared byte by byte would leave out
+// its 'A' row, which the window's 'a' rows join: the first refresh would
+// miss them.
+func TestWindowCollationJoinedRange(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		CREATE TABLE dim (k text COLLATE ci, w integer);
+		INSERT INTO dim VALUES ('A', 1), ('b', 0)`)
+	spec := strings.Replace(textWindow("SELECT ev.d, ev.k, ev.v + dim.w AS v FROM ev JOIN dim ON dim.k = ev.k"), "replace_where: k >= 'A'", "replace_where: k >= 'a'", 1)
+	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": spec}, "t")))
+	if n := e.count(`SELECT count(*) FROM public.t WHERE k = 'a'`); n != 10 {
+		t.Fatalf("the target holds %d rows of k a, want the 10 that join dim's 'A'", n)
 	}
 }

@@ -24,12 +24,12 @@ func DescribeQuery(ctx context.Context, db *sql.DB, query string) ([]databricks.
 		return nil, err
 	}
 	defer tx.Rollback()
-	types, err := describeIn(ctx, tx, query)
+	d, err := describeIn(ctx, tx, query, nil)
 	if err != nil {
 		return nil, plainError(err)
 	}
 	var cols []databricks.Column
-	for _, t := range types {
+	for _, t := range d.columns {
 		name, err := typeName(t)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %v", t.Name(), err)

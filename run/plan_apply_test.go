@@ -324,8 +324,8 @@ func TestPlanShowsApplysRefusal(t *testing.T) {
 			dir := writeSpecs(t, map[string]string{"p.yaml": c.spec + u, "backfills/hist.yaml": histBackfill})
 			e.exec(c.before)
 			file := filepath.Join(t.TempDir(), "plan.json")
-			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error "+c.code) {
-				t.Fatalf("rwc plan exited %d, want 1 with %s:\n%s", code, c.code, out)
+			if code, out := runRWC(t, e.dsn, "plan", "--out", file, dir); code != 1 || !strings.Contains(out, "error "+c.code) || strings.Contains(out, "flow t: flow t:") {
+				t.Fatalf("rwc plan exited %d, want 1 with %s, naming the flow once:\n%s", code, c.code, out)
 			}
 			var saved compile.Plan
 			if err := json.Unmarshal([]byte(readText(t, file)), &saved); err != nil || len(saved.Flows) != 2 {

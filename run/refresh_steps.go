@@ -150,8 +150,8 @@ func (rt *refreshTx) observe(ctx context.Context) error {
 	if rt.obs, err = observe(ctx, rt.tx, f); err != nil {
 		return queryError(f, err)
 	}
-	for _, m := range rt.obs.Mismatches {
-		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), m)
+	for _, n := range rt.obs.AfterQueryNotes() {
+		fmt.Fprintf(rt.r.opts.Log, "%s: %s\n", f.Name(), n)
 	}
 	if err := observePartitions(ctx, rt.tx, rt.obs.TargetOID, &rt.obs); err != nil {
 		return err

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
-	"github.com/rwc-dev/rwc/spec/pgtype"
 )
 
 // pgTypeNames maps the driver's type names to rwc's canonical base names.
@@ -44,18 +44,21 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 			return obs, err
 		}
 	}
-	types, err := describeQuery(ctx, tx, f.Query.Body, windowTexts(f))
+	types, err := describeQuery(ctx, tx, f.Query.Body, f.WindowTexts())
 	if err != nil {
 		return obs, err
 	}
-	obs.Collations = types.collations
+	obs.Collations = types.nondeterministic()
 	if f.Immediate() {
 		if obs.Settings, err = maintainedSettings(ctx, tx); err != nil {
 			return obs, err
 		}
 	}
 	obs.Mismatches = mismatches(f, types.columns)
-	if f.Incremental() && len(obs.Mismatches) == 0 {
+	if obs.JoinCollations, err = joinCollations(ctx, tx, f); err != nil {
+		return obs, err
+	}
+	if f.Incremental() && !obs.AfterQueryOnly() {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
 			return obs, err
 		}
@@ -67,18 +70,6 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	obs.Lacks, stored, err = lacks(ctx, tx, f, obs.TargetOID)
 	obs.Collations = append(obs.Collations, stored...)
 	return obs, err
-}
-
-// windowTexts are the window's columns of the text family: those whose
-// collation matters (compile's windowCollations).
-func windowTexts(f *compile.Flow) []string {
-	var out []string
-	for _, name := range f.Predicate.Columns {
-		if c := f.Table.Column(name); c != nil && c.Type.Family == pgtype.Text {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // mismatches lists the predicate's columns whose type in the query's
@@ -111,7 +102,7 @@ func lacks(ctx context.Context, tx *sql.Tx, f *compile.Flow, oid uint32) ([]stri
 	defer rows.Close()
 	has := map[string]bool{}
 	var odd []compile.WindowCollation
-	texts := windowTexts(f)
+	texts := f.WindowTexts()
 	for rows.Next() {
 		var name, coll string
 		var nondeterministic bool
@@ -166,76 +157,128 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 }
 
 // described is what describeQuery reads of a query: its output columns,
-// and those of the given text columns it yields under a nondeterministic
-// collation.
+// and the collations it yields the given text columns under.
 type described struct {
 	columns    []*sql.ColumnType
-	collations []compile.WindowCollation
+	collations []yielded // in the order of describeQuery's texts
+}
+
+// yielded is the collation a query yields a text column under.
+type yielded struct {
+	Column           string `json:"-"`
+	Name             string `json:"name"` // as pg_collation_for quotes it
+	Nondeterministic bool   `json:"nd"`
+}
+
+// nondeterministic lists the columns yielded under a nondeterministic
+// collation.
+func (d described) nondeterministic() []compile.WindowCollation {
+	var out []compile.WindowCollation
+	for _, y := range d.collations {
+		if y.Nondeterministic {
+			out = append(out, compile.WindowCollation{Column: y.Column, Collation: y.Name})
+		}
+	}
+	return out
 }
 
 // describeQuery returns the output columns the server makes of a user's
 // query (its analysis's Body), as rwc embeds it, and the collations of
-// texts among them that are nondeterministic. It plans the query in a
-// savepoint, whose rollback releases the locks planning took on the
-// sources: a refresh that finds nothing changed need not hold them until
-// it commits.
+// texts among them. It plans the query in a savepoint, whose rollback
+// releases the locks planning took on the sources: a refresh that finds
+// nothing changed need not hold them until it commits.
 func describeQuery(ctx context.Context, tx *sql.Tx, query string, texts []string) (described, error) {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT rwc_describe"); err != nil {
 		return described{}, err
 	}
-	var d described
-	var err error
-	d.columns, err = describeIn(ctx, tx, query)
-	if err == nil && len(texts) > 0 {
-		d.collations, err = queryCollations(ctx, tx, query, texts)
-	}
+	d, err := describeIn(ctx, tx, query, texts)
 	if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT rwc_describe; RELEASE SAVEPOINT rwc_describe"); err == nil {
 		err = rerr
 	}
 	return d, err
 }
 
-// queryCollations lists those of columns (the query's, text) that the
-// query yields under a nondeterministic collation. The collation is the
-// expression's, which pg_collation_for reads from the one NULL row that
-// an outer join to the query's no rows makes.
-func queryCollations(ctx context.Context, tx *sql.Tx, query string, columns []string) ([]compile.WindowCollation, error) {
-	pairs := make([]string, len(columns))
-	for i, c := range columns {
-		// Read as text: a type without collations (an enum, an integer the
-		// spec declares text) makes pg_collation_for fail; a text or
-		// varchar keeps its own.
-		pairs[i] = "(" + pq.QuoteLiteral(c) + ", pg_collation_for((x." + pq.QuoteIdentifier(c) + ")::text))"
-	}
-	rows, done, err := userRows(ctx, tx, "SELECT k.col, k.coll FROM (SELECT) AS one LEFT JOIN (SELECT * FROM (\n"+query+
-		"\n) AS src LIMIT 0) AS x ON true CROSS JOIN LATERAL (VALUES "+strings.Join(pairs, ", ")+") AS k(col, coll)"+
-		" JOIN pg_collation c ON c.oid = to_regcollation(k.coll) WHERE NOT c.collisdeterministic")
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	var out []compile.WindowCollation
-	for rows.Next() {
-		var c compile.WindowCollation
-		if err := rows.Scan(&c.Column, &c.Collation); err != nil {
-			return nil, err
+// describeIn plans the query once for both: its columns are those of
+// the one NULL row that an outer join to its no rows makes, followed by
+// one column a text, the collation pg_collation_for reads of the
+// expression.
+func describeIn(ctx context.Context, tx *sql.Tx, body string, texts []string) (described, error) {
+	stmt := "SELECT * FROM (\n" + body + "\n) AS src LIMIT 0"
+	if len(texts) > 0 {
+		extra := make([]string, len(texts))
+		for i, c := range texts {
+			// Read as text: a type without collations (an enum, an integer
+			// the spec declares text) makes pg_collation_for fail; a text or
+			// varchar keeps its own.
+			coll := "pg_collation_for((x." + pq.QuoteIdentifier(c) + ")::text)"
+			extra[i] = "(SELECT json_build_object('name', " + coll + ", 'nd', NOT c.collisdeterministic) FROM pg_collation c WHERE c.oid = to_regcollation(" + coll + "))"
 		}
-		out = append(out, c)
+		stmt = "SELECT x.*, " + strings.Join(extra, ", ") + " FROM (SELECT) AS one LEFT JOIN (SELECT * FROM (\n" + body + "\n) AS src LIMIT 0) AS x ON true"
 	}
-	return out, rows.Err()
-}
-
-func describeIn(ctx context.Context, tx *sql.Tx, body string) ([]*sql.ColumnType, error) {
-	rows, done, err := userRows(ctx, tx, "SELECT * FROM (\n"+body+"\n) AS src LIMIT 0")
+	rows, done, err := userRows(ctx, tx, stmt)
 	if err != nil {
-		return nil, err
+		return described{}, err
 	}
 	defer done()
 	types, err := rows.ColumnTypes()
+	if err != nil || len(texts) == 0 {
+		return described{columns: types}, err
+	}
+	d := described{columns: types[:len(types)-len(texts)]}
+	dest := make([]any, len(types))
+	raw := make([]sql.NullString, len(texts))
+	for i := range dest {
+		dest[i] = new(any)
+		if j := i - len(d.columns); j >= 0 {
+			dest[i] = &raw[j]
+		}
+	}
+	if rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return d, err
+		}
+	}
+	for i, r := range raw {
+		y := yielded{Column: texts[i]}
+		if !r.Valid {
+			continue // no collation: not a collatable type
+		}
+		if err := json.Unmarshal([]byte(r.String), &y); err != nil {
+			return d, fmt.Errorf("reading the collation of %s: %w", texts[i], err)
+		}
+		d.collations = append(d.collations, y)
+	}
+	return d, rows.Err()
+}
+
+// joinCollations lists the flow's JoinedTexts stored under a
+// nondeterministic collation.
+func joinCollations(ctx context.Context, tx *sql.Tx, f *compile.Flow) ([]compile.CollationMismatch, error) {
+	joined := f.JoinedTexts()
+	if len(joined) == 0 {
+		return nil, nil
+	}
+	cols, rels, atts := make([]string, len(joined)), make([]string, len(joined)), make([]string, len(joined))
+	for i, j := range joined {
+		cols[i], rels[i], atts[i] = j.Column, j.Table, j.Source
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT j.col, j.rel, j.att, quote_ident(c.collname)
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS j(col, rel, att)
+		JOIN pg_attribute a ON a.attrelid = to_regclass(j.rel) AND a.attname = j.att AND a.attnum > 0 AND NOT a.attisdropped
+		JOIN pg_collation c ON c.oid = a.attcollation WHERE NOT c.collisdeterministic ORDER BY 1, 2, 3`, pq.Array(cols), pq.Array(rels), pq.Array(atts))
 	if err != nil {
 		return nil, err
 	}
-	return types, rows.Err()
+	defer rows.Close()
+	var odd []compile.CollationMismatch
+	for rows.Next() {
+		var col, rel, att, name string
+		if err := rows.Scan(&col, &rel, &att, &name); err != nil {
+			return nil, err
+		}
+		odd = append(odd, compile.CollationMismatch{Column: col, Source: rel + "." + pq.QuoteIdentifier(att), Collation: name})
+	}
+	return odd, rows.Err()
 }
 
 // incrementalBlocker says why a flow's changes cannot be read from its

@@ -32,8 +32,8 @@ func Explained(w io.Writer, flow string, ex run.Explained) {
 	for _, n := range ex.Notes {
 		fmt.Fprintf(w, "-- %s\n", diag.Visible(n))
 	}
-	for _, m := range ex.Observed.Mismatches {
-		fmt.Fprintf(w, "-- %s\n", m)
+	for _, n := range ex.Observed.AfterQueryNotes() {
+		fmt.Fprintf(w, "-- %s\n", diag.Visible(n))
 	}
 	if s := ex.Writes[0]; len(s.PushedTo) > 0 {
 		fmt.Fprintf(w, "-- predicate pushed to: %v\n", s.PushedTo)
