@@ -39,6 +39,9 @@ func (f *Flow) JoinedTexts() []JoinedText {
 	var out []JoinedText
 	for _, col := range f.WindowTexts() {
 		l := f.Query.Lineage(col)
+		if !l.Found || l.FromStar {
+			continue // nothing is pushed onto a column the query may not yield
+		}
 		for _, x := range l.Exposed {
 			if l.Source != nil && x.Table.Offset == l.Source.Table.Offset && x.Column == l.Source.Column {
 				continue
@@ -66,7 +69,7 @@ type CollationMismatch struct {
 }
 
 func (m CollationMismatch) String() string {
-	return fmt.Sprintf("the query joins the window's column %s to %s, under its nondeterministic collation %s: the window is applied after the query only",
+	return fmt.Sprintf("the query joins the window's column %s to %s, which compares under %[2]s's nondeterministic collation %[3]s ('a' joins 'A'): the window is applied after the query only, so each refresh recomputes it whole; if the join need not ignore such differences, compare under a deterministic one (%[2]s COLLATE \"default\" = …) and rwc pushes the window into the sources again",
 		m.Column, m.Source, m.Collation)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rwc-dev/rwc/compile"
 	"github.com/rwc-dev/rwc/run"
 )
 
@@ -113,7 +114,7 @@ func TestWindowCollationJoined(t *testing.T) {
 		UNION ALL (SELECT ev.d, ev.k, ev.v + dim.w FROM ev JOIN dim ON dim.k = ev.k EXCEPT ALL SELECT d, k, v FROM public.t)`); len(d) > 0 {
 		t.Fatalf("after dim's 'A' changed (%s %v), the target differs from the query: %v", res.Action, res.Partitions, d)
 	}
-	if want := `t: the query joins the window's column k to "dim"."k", under its nondeterministic collation ci: the window is applied after the query only`; !strings.Contains(log.String(), want) {
+	if want := `t: the query joins the window's column k to "dim"."k", which compares under "dim"."k"'s nondeterministic collation ci ('a' joins 'A'): the window is applied after the query only`; !strings.Contains(log.String(), want) {
 		t.Errorf("the refresh's log:\n%s\nwant %q", log.String(), want)
 	}
 }
@@ -131,5 +132,28 @@ func TestWindowCollationJoinedRange(t *testing.T) {
 	refresh(t, e.runner(now0), reqWindow(flow(t, map[string]string{"p.yaml": spec}, "t")))
 	if n := e.count(`SELECT count(*) FROM public.t WHERE k = 'a'`); n != 10 {
 		t.Fatalf("the target holds %d rows of k a, want the 10 that join dim's 'A'", n)
+	}
+}
+
+// Joined under a deterministic collation the query says (COLLATE
+// "default" on dim's side), the window is pushed onto ev again and the
+// refresh is incremental: nothing is said about collations.
+func TestWindowCollationJoinedDeterministically(t *testing.T) {
+	t.Parallel()
+	e := newDailyEnv(t)
+	e.exec(`CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		CREATE TABLE dim (k text COLLATE ci, w integer);
+		INSERT INTO dim VALUES ('a', 1), ('b', 0)`)
+	f := flow(t, map[string]string{"p.yaml": textWindow(`SELECT ev.d, ev.k, ev.v + dim.w AS v FROM ev JOIN dim ON dim.k COLLATE "default" = ev.k`)}, "t")
+	refresh(t, e.runner(now0), reqWindow(f))
+	e.exec(`UPDATE ev SET v = v + 1 WHERE k = 'b'`)
+	var log strings.Builder
+	r := run.New(e.db, run.Options{Now: func() time.Time { return now0 }, LockTimeout: 10 * time.Second, Log: &log})
+	res := refresh(t, r, reqWindow(f))
+	if res.Action != compile.ActionIncremental || strings.Contains(log.String(), "collation") {
+		t.Errorf("refresh: %s %v, log:\n%s\nwant incremental, no word of collations", res.Action, res.Reasons, log.String())
+	}
+	if n := e.count(`SELECT count(*) FROM public.t t JOIN ev USING (d, k) WHERE t.v <> ev.v + CASE ev.k WHEN 'a' THEN 1 ELSE 0 END`); n != 0 {
+		t.Errorf("%d rows of the target differ from the query's", n)
 	}
 }

@@ -56,7 +56,7 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	}
 	obs.Mismatches = mismatches(f, types.columns)
 	if obs.JoinCollations, err = joinCollations(ctx, tx, f); err != nil {
-		return obs, err
+		return obs, fmt.Errorf("reading the collations of the columns the query joins the window's to: %s", serverWords(err))
 	}
 	if f.Incremental() && !obs.AfterQueryOnly() {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
