@@ -4,10 +4,11 @@ GO      ?= go
 BIN     := bin/rwc
 PKGS    := ./...
 # Go's test cache is keyed on files, not on the PostgreSQL a test starts.
-# run/ takes about 4.5 minutes alone (233 s of it its equivalence sequences); with every
-# package testing beside it on two cores it has passed go test's default
-# 10-minute limit, so the limit is set above what a loaded machine needs
-# and still stops a hung test.
+# run/ took 10–11 minutes on the two-core machine of 2026-12-08, alone or
+# beside every other package (TestKillWalk's 424 cuts, each a database
+# copied, rwc cut and two applies, are about 240 s of it); that passes
+# go test's default 10-minute limit, so the limit is set above what a
+# loaded machine needs and still stops a hung test.
 TESTFLAGS ?= -count=1 -timeout 25m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Lints the CI recipe's workflows (and, where shellcheck is installed, their
