@@ -135,11 +135,11 @@ type Observation struct {
 	// applied after the query only, and what changed cannot be read from
 	// the sources' rows either.
 	Mismatches []TypeMismatch
-	// JoinCollations are the window's text columns that the query joins
-	// to a source column under another collation than it yields them
-	// (CollationMismatch): like Mismatches, the window is applied after
-	// the query only.
-	JoinCollations []CollationMismatch `json:",omitempty"`
+	// JoinMismatches are the source columns that the query joins the
+	// window's columns to, of another type or under a nondeterministic
+	// collation (JoinMismatch): like Mismatches, the window is applied
+	// after the query only.
+	JoinMismatches []JoinMismatch `json:",omitempty"`
 	// Collations are the window's text columns that the query yields, or
 	// the target stores, under a nondeterministic collation (see
 	// windowCollations).

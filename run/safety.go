@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/rwc-dev/rwc/compile"
+	"github.com/rwc-dev/rwc/spec/pgtype"
 )
 
 // pgTypeNames maps the driver's type names to rwc's canonical base names.
@@ -55,8 +56,8 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 		}
 	}
 	obs.Mismatches = mismatches(f, types.columns)
-	if obs.JoinCollations, err = joinCollations(ctx, tx, f); err != nil {
-		return obs, fmt.Errorf("reading the collations of the columns the query joins the window's to: %s", serverWords(err))
+	if obs.JoinMismatches, err = joinMismatches(ctx, tx, f); err != nil {
+		return obs, fmt.Errorf("reading the types of the columns the query joins the window's to: %s", serverWords(err))
 	}
 	if f.Incremental() && !obs.AfterQueryOnly() {
 		if obs.Blocker, err = incrementalBlocker(ctx, tx, f); err != nil {
@@ -82,11 +83,27 @@ func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch
 			continue
 		}
 		got := pgTypeNames[t.DatabaseTypeName()]
-		if got != col.Type.Base || strings.ContainsRune(col.Type.Canonical, '(') && col.Type.Base == "numeric" {
+		if got != col.Type.Base || strings.ContainsRune(col.Type.Canonical, '(') && col.Type.Base == "numeric" || truncates(t, col.Type) {
 			out = append(out, compile.TypeMismatch{Column: t.Name(), Query: strings.ToLower(t.DatabaseTypeName()), Target: col.Type.Canonical})
 		}
 	}
 	return out
+}
+
+// truncates: the query yields a character varying longer than the
+// target's (unbounded, or of a greater length), which the INSERT cuts
+// down to it when what is cut is spaces: the target's 'ab ' is the
+// query's 'ab   ', another partition.
+func truncates(t *sql.ColumnType, target pgtype.Type) bool {
+	var n int64
+	if target.Base != "character varying" || !strings.HasSuffix(target.Canonical, ")") {
+		return false
+	}
+	if _, err := fmt.Sscanf(target.Canonical, "character varying(%d)", &n); err != nil {
+		return true
+	}
+	got, ok := t.Length()
+	return !ok || got < 0 || got > n
 }
 
 // lacks lists the flow's columns that its target (oid) does not have, and
@@ -251,32 +268,40 @@ func describeIn(ctx context.Context, tx *sql.Tx, body string, texts []string) (d
 	return d, rows.Err()
 }
 
-// joinCollations lists the flow's JoinedTexts stored under a
-// nondeterministic collation.
-func joinCollations(ctx context.Context, tx *sql.Tx, f *compile.Flow) ([]compile.CollationMismatch, error) {
-	joined := f.JoinedTexts()
+// joinMismatches lists the flow's JoinedColumns whose type or collation
+// keeps the window from being pushed onto them (compile.JoinMismatch).
+func joinMismatches(ctx context.Context, tx *sql.Tx, f *compile.Flow) ([]compile.JoinMismatch, error) {
+	joined := f.JoinedColumns()
 	if len(joined) == 0 {
 		return nil, nil
 	}
-	cols, rels, atts := make([]string, len(joined)), make([]string, len(joined)), make([]string, len(joined))
+	rels, atts := make([]string, len(joined)), make([]string, len(joined))
 	for i, j := range joined {
-		cols[i], rels[i], atts[i] = j.Column, j.Table, j.Source
+		rels[i], atts[i] = j.Table, j.Source
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT j.col, j.rel, j.att, quote_ident(c.collname)
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS j(col, rel, att)
+	// A domain is read as the type it is over (a domain over a domain is
+	// not one of the window's types: the window is not pushed onto it).
+	rows, err := tx.QueryContext(ctx, `SELECT j.n, format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END, NULL),
+			coalesce(quote_ident(c.collname), ''), coalesce(NOT c.collisdeterministic, false)
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS j(rel, att, n)
 		JOIN pg_attribute a ON a.attrelid = to_regclass(j.rel) AND a.attname = j.att AND a.attnum > 0 AND NOT a.attisdropped
-		JOIN pg_collation c ON c.oid = a.attcollation WHERE NOT c.collisdeterministic ORDER BY 1, 2, 3`, pq.Array(cols), pq.Array(rels), pq.Array(atts))
+		JOIN pg_type t ON t.oid = a.atttypid
+		LEFT JOIN pg_collation c ON c.oid = a.attcollation ORDER BY 1`, pq.Array(rels), pq.Array(atts))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var odd []compile.CollationMismatch
+	var odd []compile.JoinMismatch
 	for rows.Next() {
-		var col, rel, att, name string
-		if err := rows.Scan(&col, &rel, &att, &name); err != nil {
+		var n int
+		var typ, coll string
+		var nondeterministic bool
+		if err := rows.Scan(&n, &typ, &coll, &nondeterministic); err != nil {
 			return nil, err
 		}
-		odd = append(odd, compile.CollationMismatch{Column: col, Source: rel + "." + pq.QuoteIdentifier(att), Collation: name})
+		if m, ok := joined[n-1].Mismatched(typ, coll, nondeterministic); ok {
+			odd = append(odd, m)
+		}
 	}
 	return odd, rows.Err()
 }
