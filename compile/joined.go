@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lib/pq"
 
@@ -57,7 +58,10 @@ func (f *Flow) JoinedColumns() []JoinedColumn {
 			if x.Table.Schema != "" {
 				name = pq.QuoteIdentifier(x.Table.Schema) + "." + name
 			}
-			out = append(out, JoinedColumn{Column: col, Table: name, Source: x.Column, Types: exactTypes(c.Type)})
+			j := JoinedColumn{Column: col, Table: name, Source: x.Column, Types: exactTypes(c.Type)}
+			if !slices.ContainsFunc(out, func(o JoinedColumn) bool { return o.Column == j.Column && o.Table == j.Table && o.Source == j.Source }) {
+				out = append(out, j) // a self-join names it twice
+			}
 		}
 	}
 	return out
@@ -106,14 +110,17 @@ func (j JoinedColumn) Mismatched(typ, coll string, nondeterministic bool) (JoinM
 }
 
 func (m JoinMismatch) String() string {
-	why := fmt.Sprintf("which compares under %s's nondeterministic collation %s ('a' joins 'A')", m.Source, m.Collation)
-	fix := fmt.Sprintf("if the join need not ignore such differences, compare under a deterministic one (%s COLLATE \"default\" = …)", m.Source)
+	var why, fix []string
 	if m.Type != "" {
-		why = fmt.Sprintf("a %s, which the join compares the window's values as", m.Type)
-		fix = "join a column of the window column's own type"
+		why = append(why, fmt.Sprintf("of type %s, which does not compare or print as the window's column does", m.Type))
+		fix = append(fix, "join a column of the window column's own type (or cast it in the join: rwc then pushes the window onto the other side only)")
 	}
-	return fmt.Sprintf("the query joins the window's column %s to %s, %s: the window is applied after the query only, so each refresh recomputes it whole; %s and rwc pushes the window into the sources again",
-		m.Column, m.Source, why, fix)
+	if m.Collation != "" {
+		why = append(why, fmt.Sprintf("under the nondeterministic collation %s, which the join compares under ('a' joins 'A')", m.Collation))
+		fix = append(fix, fmt.Sprintf("if the join need not ignore such differences, compare under a deterministic one (%s COLLATE \"default\" = …)", m.Source))
+	}
+	return fmt.Sprintf("the query joins the window's column %s to %s, %s: the window is applied after the query only, so each refresh recomputes it whole; %s, and rwc pushes the window into the sources again",
+		m.Column, m.Source, strings.Join(why, " and "), strings.Join(fix, "; "))
 }
 
 // AfterQueryOnly: the window cannot be pushed into the sources (the

@@ -110,7 +110,7 @@ func TestWindowCollationJoined(t *testing.T) {
 	if d := e.queryDiff("d, k, v", `SELECT ev.d, ev.k, ev.v + dim.w FROM ev JOIN dim ON dim.k = ev.k`); len(d) > 0 {
 		t.Fatalf("after dim's 'A' changed (%s %v), the target differs from the query: %v", res.Action, res.Partitions, d)
 	}
-	if want := `t: the query joins the window's column k to "dim"."k", which compares under "dim"."k"'s nondeterministic collation ci ('a' joins 'A'): the window is applied after the query only`; !strings.Contains(log.String(), want) {
+	if want := `t: the query joins the window's column k to "dim"."k", under the nondeterministic collation ci, which the join compares under ('a' joins 'A'): the window is applied after the query only`; !strings.Contains(log.String(), want) {
 		t.Errorf("the refresh's log:\n%s\nwant %q", log.String(), want)
 	}
 }
