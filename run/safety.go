@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,7 +48,7 @@ func observe(ctx context.Context, tx *sql.Tx, f *compile.Flow) (compile.Observat
 	if err != nil {
 		return obs, err
 	}
-	obs.Collations = types.nondeterministic()
+	obs.Collations = types.collations
 	if f.Immediate() {
 		if obs.Settings, err = maintainedSettings(ctx, tx); err != nil {
 			return obs, err
@@ -82,15 +81,11 @@ func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch
 		if col == nil || !slices.Contains(f.Predicate.Columns, t.Name()) {
 			continue
 		}
-		got := pgTypeNames[t.DatabaseTypeName()]
-		query := strings.ToLower(t.DatabaseTypeName())
-		if truncates(t, col.Type) {
+		query, cut := strings.ToLower(t.DatabaseTypeName()), truncates(t, col.Type)
+		if cut {
 			query = "a longer varchar, whose trailing spaces the INSERT cuts"
-			if n, _ := t.Length(); n < 0 {
-				query = "a varchar without a length, whose trailing spaces the INSERT cuts"
-			}
 		}
-		if got != col.Type.Base || rounds(col.Type) || truncates(t, col.Type) {
+		if cut || rounds(col.Type) || pgTypeNames[t.DatabaseTypeName()] != col.Type.Base {
 			out = append(out, compile.TypeMismatch{Column: t.Name(), Query: query, Target: col.Type.Canonical})
 		}
 	}
@@ -104,25 +99,24 @@ func mismatches(f *compile.Flow, types []*sql.ColumnType) []compile.TypeMismatch
 func rounds(target pgtype.Type) bool {
 	switch target.Family {
 	case pgtype.Numeric, pgtype.Timestamp, pgtype.TimestampTZ:
-		return !target.Array && strings.ContainsRune(target.Canonical, '(')
+		return !target.Array && len(target.Modifiers()) > 0
 	}
 	return false
 }
 
-// truncates: the query yields a character varying longer than the
-// target's (unbounded, or of a greater length), which the INSERT cuts
-// down to it when what is cut is spaces: the target's 'ab ' is the
-// query's 'ab   ', another partition.
+// truncates: the query yields a character varying that the target's
+// does not hold whole (unbounded, or longer), which the INSERT cuts down
+// to it when what is cut is spaces: the target's 'ab ' is the query's
+// 'ab   ', another partition.
 func truncates(t *sql.ColumnType, target pgtype.Type) bool {
-	var n int64
-	if target.Base != "character varying" || !strings.HasSuffix(target.Canonical, ")") {
+	if target.Base != "character varying" || target.Array || t.DatabaseTypeName() != "VARCHAR" {
 		return false
 	}
-	if _, err := fmt.Sscanf(target.Canonical, "character varying(%d)", &n); err != nil {
-		return true
+	query := "character varying"
+	if n, ok := t.Length(); ok && n >= 0 {
+		query = fmt.Sprintf("character varying(%d)", n)
 	}
-	got, ok := t.Length()
-	return !ok || got < 0 || got > n
+	return query != target.Canonical && !pgtype.Widens(query, target.Canonical)
 }
 
 // lacks lists the flow's columns that its target (oid) does not have, and
@@ -193,34 +187,16 @@ func Observe(ctx context.Context, db *sql.DB, f *compile.Flow, timeout time.Dura
 }
 
 // described is what describeQuery reads of a query: its output columns,
-// and the collations it yields the given text columns under.
+// and those of the given text columns it yields under a nondeterministic
+// collation.
 type described struct {
 	columns    []*sql.ColumnType
-	collations []yielded // in the order of describeQuery's texts
-}
-
-// yielded is the collation a query yields a text column under.
-type yielded struct {
-	Column           string `json:"-"`
-	Name             string `json:"name"` // as pg_collation_for quotes it
-	Nondeterministic bool   `json:"nd"`
-}
-
-// nondeterministic lists the columns yielded under a nondeterministic
-// collation.
-func (d described) nondeterministic() []compile.WindowCollation {
-	var out []compile.WindowCollation
-	for _, y := range d.collations {
-		if y.Nondeterministic {
-			out = append(out, compile.WindowCollation{Column: y.Column, Collation: y.Name})
-		}
-	}
-	return out
+	collations []compile.WindowCollation
 }
 
 // describeQuery returns the output columns the server makes of a user's
 // query (its analysis's Body), as rwc embeds it, and the collations of
-// texts among them. It plans the query in a savepoint, whose rollback
+// texts among them that are nondeterministic. It plans the query in a savepoint, whose rollback
 // releases the locks planning took on the sources: a refresh that finds
 // nothing changed need not hold them until it commits.
 func describeQuery(ctx context.Context, tx *sql.Tx, query string, texts []string) (described, error) {
@@ -237,7 +213,7 @@ func describeQuery(ctx context.Context, tx *sql.Tx, query string, texts []string
 // describeIn plans the query once for both: its columns are those of
 // the one NULL row that an outer join to its no rows makes, followed by
 // one column a text, the collation pg_collation_for reads of the
-// expression.
+// expression when it is nondeterministic (else NULL).
 func describeIn(ctx context.Context, tx *sql.Tx, body string, texts []string) (described, error) {
 	stmt := "SELECT * FROM (\n" + body + "\n) AS src LIMIT 0"
 	if len(texts) > 0 {
@@ -247,7 +223,7 @@ func describeIn(ctx context.Context, tx *sql.Tx, body string, texts []string) (d
 			// the spec declares text) makes pg_collation_for fail; a text or
 			// varchar keeps its own.
 			coll := "pg_collation_for((x." + pq.QuoteIdentifier(c) + ")::text)"
-			extra[i] = "(SELECT json_build_object('name', " + coll + ", 'nd', NOT c.collisdeterministic) FROM pg_collation c WHERE c.oid = to_regcollation(" + coll + "))"
+			extra[i] = "(SELECT " + coll + " FROM pg_collation c WHERE c.oid = to_regcollation(" + coll + ") AND NOT c.collisdeterministic)"
 		}
 		stmt = "SELECT x.*, " + strings.Join(extra, ", ") + " FROM (SELECT) AS one LEFT JOIN (SELECT * FROM (\n" + body + "\n) AS src LIMIT 0) AS x ON true"
 	}
@@ -275,14 +251,9 @@ func describeIn(ctx context.Context, tx *sql.Tx, body string, texts []string) (d
 		}
 	}
 	for i, r := range raw {
-		y := yielded{Column: texts[i]}
-		if !r.Valid {
-			continue // no collation: not a collatable type
+		if r.Valid {
+			d.collations = append(d.collations, compile.WindowCollation{Column: texts[i], Collation: r.String})
 		}
-		if err := json.Unmarshal([]byte(r.String), &y); err != nil {
-			return d, fmt.Errorf("reading the collation of %s: %w", texts[i], err)
-		}
-		d.collations = append(d.collations, y)
 	}
 	return d, rows.Err()
 }
@@ -326,7 +297,8 @@ func joinMismatches(ctx context.Context, tx *sql.Tx, f *compile.Flow) ([]compile
 	}
 	// One whose column could not be read is not vouched for.
 	for i, ok := range read {
-		if m, _ := joined[i].Mismatched("a type rwc could not read", "", false); !ok {
+		if !ok {
+			m, _ := joined[i].Mismatched("a type rwc could not read", "", false)
 			odd = append(odd, m)
 		}
 	}

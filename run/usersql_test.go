@@ -47,13 +47,17 @@ func TestUserSQLReassertsParserSettings(t *testing.T) {
 	if _, err := userExec(ctx, tx, `SELECT set_config('standard_conforming_strings', 'off', false)`); err != nil {
 		t.Fatal(err)
 	}
-	d, err := describeQuery(ctx, tx, `SELECT '\' AS a, 1 AS b`, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	types := d.columns
-	if len(types) != 2 || types[1].Name() != "b" {
-		t.Fatalf("read as %d columns", len(types))
+	// Both shapes of the describe: the query alone, and beside the
+	// collations of a window's text columns (a, whose collation is read
+	// after the query's own columns).
+	for _, texts := range [][]string{nil, {"a"}} {
+		d, err := describeQuery(ctx, tx, `SELECT '\' AS a, 1 AS b`, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if types := d.columns; len(types) != 2 || types[1].Name() != "b" || len(d.collations) != 0 {
+			t.Fatalf("with texts %v: read as %d columns, %v", texts, len(types), d.collations)
+		}
 	}
 }
 

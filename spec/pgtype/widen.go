@@ -117,3 +117,11 @@ func timePrecision(c canonical) int {
 	}
 	return c.mods[0]
 }
+
+// Modifiers are t's type modifiers as its canonical spelling has them
+// (numeric(10,2): 10, 2; timestamp(3) with time zone: 3); none for a
+// type without.
+func (t Type) Modifiers() []int {
+	c, _ := parseCanonical(t.Canonical)
+	return c.mods
+}

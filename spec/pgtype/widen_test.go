@@ -3,6 +3,7 @@ package pgtype_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,6 +196,18 @@ func TestWidensCanonical(t *testing.T) {
 		}
 		if !pgtype.Widens(a.Canonical, b.Canonical) {
 			t.Errorf("Widens(%q, %q) = false", a.Canonical, b.Canonical)
+		}
+	}
+}
+
+func TestModifiers(t *testing.T) {
+	for spelling, want := range map[string][]int{"numeric(10,2)": {10, 2}, "timestamptz(3)": {3}, "varchar(7)": {7}, "text": nil, "numeric": nil} {
+		typ, err := pgtype.Parse(spelling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := typ.Modifiers(); !slices.Equal(got, want) {
+			t.Errorf("%s (%s): modifiers %v, want %v", spelling, typ.Canonical, got, want)
 		}
 	}
 }
